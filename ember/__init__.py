@@ -1,0 +1,199 @@
+"""ember: a tensor computation system with PyTorch's programming model, written in Python.
+
+    import ember as torch
+    x = torch.randn(3, requires_grad=True)
+    (x * x).sum().backward()
+
+This module is the public, torch-like namespace. The functions and Tensor methods come from
+the op registry (ember/ops/registry.py), which defines each op once.
+"""
+__version__ = "0.1.0"
+
+from .core import dtype as _dtype_mod
+from .core.dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64,  # noqa: F401
+                         float16, bfloat16, float32, float64, finfo, iinfo, promote_types,
+                         can_cast as _can_cast, get_default_dtype, set_default_dtype)
+from .core.device import device  # noqa: F401
+from .core.tensor import Tensor, Size, is_tensor  # noqa: F401
+from .core.storage import Storage as UntypedStorage  # noqa: F401
+from .core.printing import set_printoptions, get_printoptions  # noqa: F401
+from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: F401
+                                 inference_mode, is_grad_enabled, is_inference_mode_enabled)
+from . import ops as _ops
+from .ops import registry as _registry
+from .ops.random import Generator, default_generator  # noqa: F401
+from . import cuda  # noqa: F401
+
+half = float16
+float = float32
+double = float64
+long = int64
+int = int32
+short = int16
+uint8 = uint8
+cfloat = None
+
+# ---- install the registry's functions and Tensor methods ----
+_registry.install_methods(Tensor)
+globals().update(_registry.FUNCTIONS)
+
+from .ops.view import T as _T, mT as _mT  # noqa: E402
+Tensor.T = _T
+Tensor.mT = _mT
+Tensor.H = _T
+Tensor.mH = _mT
+
+
+def _install_operators():
+    F = _registry.FUNCTIONS
+    M = _registry.METHODS
+    add, sub, mul, div, pow_ = F["add"], F["sub"], F["mul"], F["div"], F["pow"]
+    floor_divide, remainder, matmul = F["floor_divide"], F["remainder"], F["matmul"]
+
+    def reflected(fn):
+        return lambda self, other: fn(other, self)
+
+    def comparison(fn):
+        def cmp(self, other):
+            if other is None or not _is_operand(other):
+                return NotImplemented
+            return fn(self, other)
+        return cmp
+
+    ops = {
+        "__add__": add, "__radd__": reflected(add), "__iadd__": M["add_"],
+        "__sub__": sub, "__rsub__": reflected(sub), "__isub__": M["sub_"],
+        "__mul__": mul, "__rmul__": reflected(mul), "__imul__": M["mul_"],
+        "__truediv__": div, "__rtruediv__": reflected(div), "__itruediv__": M["div_"],
+        "__floordiv__": floor_divide, "__rfloordiv__": reflected(floor_divide),
+        "__ifloordiv__": M["floor_divide_"],
+        "__mod__": remainder, "__rmod__": reflected(remainder), "__imod__": M["remainder_"],
+        "__pow__": pow_, "__rpow__": reflected(pow_), "__ipow__": M["pow_"],
+        "__matmul__": matmul, "__rmatmul__": reflected(matmul),
+        "__and__": F["bitwise_and"], "__rand__": reflected(F["bitwise_and"]),
+        "__iand__": M["bitwise_and_"],
+        "__or__": F["bitwise_or"], "__ror__": reflected(F["bitwise_or"]),
+        "__ior__": M["bitwise_or_"],
+        "__xor__": F["bitwise_xor"], "__rxor__": reflected(F["bitwise_xor"]),
+        "__ixor__": M["bitwise_xor_"],
+        "__lshift__": F["bitwise_left_shift"], "__rlshift__": reflected(F["bitwise_left_shift"]),
+        "__ilshift__": M["bitwise_left_shift_"],
+        "__rshift__": F["bitwise_right_shift"],
+        "__rrshift__": reflected(F["bitwise_right_shift"]),
+        "__irshift__": M["bitwise_right_shift_"],
+        "__invert__": F["bitwise_not"], "__neg__": F["neg"], "__abs__": F["abs"],
+        "__pos__": lambda self: self,
+        "__eq__": comparison(F["eq"]), "__ne__": comparison(F["ne"]),
+        "__lt__": comparison(F["lt"]), "__le__": comparison(F["le"]),
+        "__gt__": comparison(F["gt"]), "__ge__": comparison(F["ge"]),
+    }
+    for name, fn in ops.items():
+        setattr(Tensor, name, fn)
+    Tensor.__hash__ = lambda self: id(self)
+
+
+def _is_operand(x):
+    import numbers
+    import numpy as np
+    return isinstance(x, (Tensor, numbers.Number, np.generic))
+
+
+_install_operators()
+
+
+def result_type(tensor1, tensor2):
+    """The dtype an op on these two operands would produce (PyTorch's promotion)."""
+    from .dispatch import operand
+    metas = [(d, c) for _, d, c in (operand(tensor1), operand(tensor2))]
+    return _dtype_mod.result_type_of(metas)
+
+
+def can_cast(from_, to):
+    """Whether PyTorch's casting rules allow `from_` -> `to` (no float->int, no ->bool)."""
+    return _can_cast(from_, to)
+
+
+def is_floating_point(input):
+    return input.dtype.is_floating_point
+
+
+def is_nonzero(input):
+    if input.numel() != 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    return builtins_bool(input)
+
+
+def numel(input):
+    return input.numel()
+
+
+def broadcast_shapes(*shapes):
+    from .core.strides import broadcast_shapes as _b
+    return Size(_b(*[(s,) if isinstance(s, builtins_int) else tuple(s) for s in shapes]))
+
+
+import builtins as _builtins  # noqa: E402
+builtins_bool = _builtins.bool
+builtins_int = _builtins.int
+
+
+def _legacy(dt):
+    class _LegacyMeta(type):
+        def __instancecheck__(cls, obj):
+            return isinstance(obj, Tensor) and obj.dtype is dt
+
+    def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and not isinstance(args[0], builtins_int):
+            return tensor(args[0], dtype=dt)
+        return zeros(*args, dtype=dt)
+    return _LegacyMeta(f"{dt.name.capitalize()}Tensor", (), {"__new__": __new__})
+
+
+FloatTensor = _legacy(float32)
+DoubleTensor = _legacy(float64)
+HalfTensor = _legacy(float16)
+BFloat16Tensor = _legacy(bfloat16)
+LongTensor = _legacy(int64)
+IntTensor = _legacy(int32)
+ShortTensor = _legacy(int16)
+CharTensor = _legacy(int8)
+ByteTensor = _legacy(uint8)
+BoolTensor = _legacy(bool)
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False):
+    """ember's CPU kernels are deterministic; the flag is recorded for ops that consult it."""
+    global _deterministic
+    _deterministic = builtins_bool(mode)
+
+
+def are_deterministic_algorithms_enabled():
+    return _deterministic
+
+
+_deterministic = False
+
+
+def set_num_threads(n):
+    """Threads for BLAS (and, later, generated kernels)."""
+    global _num_threads
+    _num_threads = builtins_int(n)
+    try:
+        from threadpoolctl import threadpool_limits
+        threadpool_limits(_num_threads)
+    except ImportError:
+        pass
+
+
+def get_num_threads():
+    if _num_threads is not None:
+        return _num_threads
+    import os
+    return len(os.sched_getaffinity(0))
+
+
+_num_threads = None
+
+from . import autograd  # noqa: E402,F401
+from .autograd import tensor_methods as _tm  # noqa: E402
+_tm.install(Tensor)

@@ -1,0 +1,330 @@
+"""The backward engine: walk the graph from the outputs, in dependency order.
+
+A node runs once every gradient flowing into it has arrived (dependency counting); among
+ready nodes the most recently created runs first, as in PyTorch. Gradients for a node's
+inputs are reduced to each input's shape and cast to its dtype, summed when a tensor was
+used several times, and finally added into the leaves' ``.grad``. Saved tensors are freed
+after use unless ``retain_graph``; with ``create_graph`` the backward itself is recorded.
+"""
+import heapq
+
+import numpy as np
+
+from .grad_mode import state
+from .graph import AccumulateGrad, edge_of, anomaly_check
+
+
+def _tensor_cls():
+    from ..core.tensor import Tensor
+    return Tensor
+
+
+def _fix_grad(node, i, g, meta):
+    """Reduce a broadcast gradient to its input's shape and cast it to the input's dtype."""
+    shape, dt = meta
+    if tuple(g._data.shape) != tuple(shape):
+        try:
+            g = g.sum_to_size(shape)
+        except RuntimeError:
+            raise RuntimeError(f"Function {node.name()} returned an invalid gradient at index "
+                               f"{i} - got {list(g._data.shape)} but expected shape compatible "
+                               f"with {list(shape)}") from None
+    if g.dtype is not dt:
+        g = g.to(dt)
+    return g
+
+
+def _accumulate(node, g, owned, create_graph):
+    var = node.variable
+    if var._hooks:
+        for h in list(var._hooks):
+            r = h(g)
+            if r is not None:
+                g, owned = r, False
+    if var.grad is None:
+        if create_graph:
+            var.grad = g
+        elif owned and g._base is None and g._data.strides == var._data.strides and \
+                g.grad_fn is None:
+            var.grad = g
+        else:
+            arr = np.empty_like(var._data)
+            np.copyto(arr, g._data, casting="unsafe")
+            var.grad = _tensor_cls()._make(arr, var.dtype)
+    elif create_graph or var.grad._requires_grad:
+        var.grad = var.grad + g
+    else:
+        np.add(var.grad._data, g._data, out=var.grad._data, casting="unsafe")
+        var.grad._bump_version()
+    if var._post_acc_hooks:
+        for h in list(var._post_acc_hooks):
+            h(var)
+
+
+def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
+                 accumulate=True, allow_unused=False):
+    """Run backward from `roots`; return the gradients of `inputs` when given."""
+    root_edges = []
+    for i, t in enumerate(roots):
+        if not t._requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        root_edges.append(edge_of(t))
+
+    # dependencies: how many gradient contributions each node waits for
+    deps = {}
+    stack = [n for n, _ in root_edges]
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        for nxt, _ in node.next_functions:
+            if nxt is None:
+                continue
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+
+    captures = None
+    needed = None
+    if inputs is not None:
+        captures = {}
+        targets = {}
+        for k, t in enumerate(inputs):
+            e = edge_of(t)
+            if e[0] is None:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            targets.setdefault(e, []).append(k)
+        needed = _needed_nodes(root_edges, {n for n, _ in targets})
+
+    buffers = {}
+    owned_flags = {}
+    for (node, nr), g in zip(root_edges, root_grads):
+        _add_to_buffer(buffers, owned_flags, node, nr, g, False)
+
+    prev = state.enabled
+    state.enabled = bool(create_graph)
+    try:
+        ready = []
+        for node, _ in root_edges:
+            if deps.get(node, 0) == 0 and node not in (r[2] for r in ready):
+                heapq.heappush(ready, (-node._seq, id(node), node))
+        done = set()
+        while ready:
+            _, _, node = heapq.heappop(ready)
+            if node in done:
+                continue
+            done.add(node)
+            buf = buffers.pop(node, {})
+            owned = owned_flags.pop(node, {})
+            grads = _call_tensor_prehooks(node, buf)
+            if inputs is not None:
+                for nr, g in grads.items():
+                    for k in targets.get((node, nr), ()):
+                        captures[k] = g
+                if node not in needed:
+                    continue
+            if isinstance(node, AccumulateGrad):
+                g = grads.get(0)
+                if g is not None and accumulate:
+                    _accumulate(node, g, owned.get(0, False), create_graph)
+                continue
+            outs = _run_node(node, grads, create_graph)
+            if not retain_graph:
+                node.release()
+            for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outs)):
+                if nxt is None:
+                    continue
+                if g is not None:
+                    own = not any(g is x for x in grads.values())
+                    _add_to_buffer(buffers, owned_flags, nxt, nr, g, own)
+                deps[nxt] -= 1
+                if deps[nxt] == 0 and (needed is None or nxt in needed):
+                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+    finally:
+        state.enabled = prev
+
+    if inputs is not None:
+        return [captures.get(k) for k in range(len(inputs))]
+    return None
+
+
+def _needed_nodes(root_edges, target_nodes):
+    """Nodes from which some target is reachable (only these run for autograd.grad)."""
+    memo = {}
+    order = []
+    stack = [(n, False) for n, _ in root_edges]
+    while stack:
+        node, expanded = stack.pop()
+        if node in memo and not expanded:
+            continue
+        if expanded:
+            memo[node] = node in target_nodes or any(
+                memo.get(n, False) for n, _ in node.next_functions if n is not None)
+            continue
+        memo.setdefault(node, False)
+        stack.append((node, True))
+        for n, _ in node.next_functions:
+            if n is not None and n not in memo:
+                stack.append((n, False))
+        order.append(node)
+    return {n for n, v in memo.items() if v}
+
+
+def _add_to_buffer(buffers, owned_flags, node, nr, g, owned):
+    buf = buffers.setdefault(node, {})
+    own = owned_flags.setdefault(node, {})
+    if nr in buf:
+        buf[nr] = buf[nr] + g
+        own[nr] = True
+    else:
+        buf[nr] = g
+        own[nr] = owned
+
+
+def _call_tensor_prehooks(node, buf):
+    if node._tensor_prehooks:
+        for nr, hooks in node._tensor_prehooks.items():
+            if nr in buf:
+                for h in list(hooks):
+                    r = h(buf[nr])
+                    if r is not None:
+                        buf[nr] = r
+    if node._retain_prehooks:
+        for nr, hooks in node._retain_prehooks.items():
+            if nr in buf:
+                for h in list(hooks):
+                    h(buf[nr])
+    return buf
+
+
+def _run_node(node, buf, create_graph):
+    n_out = max(buf) + 1 if buf else 1
+    grads = tuple(buf.get(i) for i in range(n_out))
+    if node._prehooks:
+        for h in list(node._prehooks):
+            r = h(grads)
+            if r is not None:
+                grads = tuple(r)
+    if all(g is None for g in grads):
+        return (None,) * len(node.next_functions)
+    try:
+        outs = node.apply(grads)
+    except Exception:
+        if state.anomaly and node._trace:
+            import sys
+            print("Traceback of forward call that caused the error:\n" + "".join(node._trace),
+                  file=sys.stderr)
+        raise
+    Tensor = _tensor_cls()
+    fixed = []
+    for i, (g, meta) in enumerate(zip(outs, node._input_meta)):
+        if g is not None and meta is not None:
+            if not isinstance(g, Tensor):
+                from ..ops.creation import full
+                g = full(meta[0], g, dtype=meta[1])
+            g = _fix_grad(node, i, g, meta)
+        fixed.append(g)
+    anomaly_check(node, fixed)
+    if node._hooks:
+        for h in list(node._hooks):
+            r = h(tuple(fixed), grads)
+            if r is not None:
+                fixed = list(r)
+    return fixed
+
+
+def _make_grads(outputs, grad_outputs, create_graph):
+    from ..ops.creation import ones_like
+    Tensor = _tensor_cls()
+    out = []
+    for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if t._requires_grad and t._data.size != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if not t.dtype.is_floating_point:
+                raise RuntimeError(f"grad can be implicitly created only for real scalar "
+                                   f"outputs but got {t.dtype}")
+            g = ones_like(t)
+        elif not isinstance(g, Tensor):
+            from ..ops.creation import full_like
+            g = full_like(t, g)
+        else:
+            if tuple(g.shape) != tuple(t.shape):
+                raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of "
+                                   f"{g.shape} and output[{i}] has a shape of {t.shape}.")
+        out.append(g)
+    return out
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate gradients of `tensors` into the leaves' ``.grad`` (``loss.backward()``)."""
+    Tensor = _tensor_cls()
+    if isinstance(tensors, Tensor):
+        tensors = (tensors,)
+    tensors = tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    elif isinstance(grad_tensors, Tensor):
+        grad_tensors = (grad_tensors,)
+    if retain_graph is None:
+        retain_graph = create_graph
+    grads = _make_grads(tensors, grad_tensors, create_graph)
+    if inputs is not None:
+        if isinstance(inputs, Tensor):
+            inputs = (inputs,)
+        inputs = tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        got = run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs,
+                           accumulate=False)
+        for t, g in zip(inputs, got):
+            if g is None:
+                continue
+            if t.grad_fn is None:
+                from .graph import edge_of as _e
+                _accumulate(_e(t)[0], g, False, create_graph)
+            else:
+                t.grad = g.detach() if t.grad is None else t.grad + g.detach()
+        return
+    run_backward(tensors, grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of `outputs` with respect to `inputs`, returned (not accumulated)."""
+    Tensor = _tensor_cls()
+    if isinstance(outputs, Tensor):
+        outputs = (outputs,)
+    outputs = tuple(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = (inputs,) if single else tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    elif isinstance(grad_outputs, Tensor):
+        grad_outputs = (grad_outputs,)
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    if retain_graph is None:
+        retain_graph = create_graph
+    for t in inputs:
+        if not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+    gos = _make_grads(outputs, grad_outputs, create_graph)
+    got = run_backward(outputs, gos, retain_graph, create_graph, inputs=inputs,
+                       accumulate=False)
+    result = []
+    for t, g in zip(inputs, got):
+        if g is None:
+            if materialize_grads:
+                from ..ops.creation import zeros_like
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError("One of the differentiated Tensors appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the "
+                                   "desired behavior.")
+        elif not create_graph:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)

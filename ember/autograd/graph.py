@@ -1,0 +1,361 @@
+"""Graph nodes: what an op records as it runs (define-by-run), and what backward walks.
+
+Each op's node class is generated from its OpDef (`MulBackward0` for `mul`) and holds only
+what the op's derivative formulas read (`OpDef.saves`), each saved tensor with the version it
+had when saved. `next_functions` points at the producers of the inputs: other nodes, or an
+`AccumulateGrad` for a leaf. Saving an op's own output keeps a detached alias, never the
+output itself, so a graph nobody references is freed by reference counting alone.
+"""
+import sys
+import traceback
+import weakref
+
+import numpy as np
+
+from .grad_mode import state
+
+
+class Node:
+    """A backward function in the graph (PyTorch's ``grad_fn``)."""
+    __slots__ = ("next_functions", "_input_meta", "_hooks", "_prehooks", "_tensor_prehooks",
+                 "_retain_prehooks", "_trace", "_seq", "__weakref__")
+    _counter = [0]
+
+    def _setup(self, edges, meta):
+        self.next_functions = edges
+        self._input_meta = meta
+        self._hooks = self._prehooks = self._tensor_prehooks = self._retain_prehooks = None
+        self._trace = traceback.format_stack()[:-3] if state.anomaly else None
+        Node._counter[0] += 1
+        self._seq = Node._counter[0]
+
+    def name(self):
+        return type(self).__name__
+
+    def apply(self, grads):
+        raise NotImplementedError
+
+    def release(self):
+        pass
+
+    def __call__(self, *grads):
+        return self.apply(grads)
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` runs after this node; may return new grad_inputs."""
+        if self._hooks is None:
+            self._hooks = []
+        self._hooks.append(fn)
+        return RemovableHandle(self._hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` runs before this node; may return new grad_outputs."""
+        if self._prehooks is None:
+            self._prehooks = []
+        self._prehooks.append(fn)
+        return RemovableHandle(self._prehooks, fn)
+
+    def _add_tensor_prehook(self, output_nr, fn, retain=False):
+        attr = "_retain_prehooks" if retain else "_tensor_prehooks"
+        d = getattr(self, attr)
+        if d is None:
+            d = {}
+            setattr(self, attr, d)
+        d.setdefault(output_nr, []).append(fn)
+        return RemovableHandle(d[output_nr], fn)
+
+    def __repr__(self):
+        return f"<{self.name()} object at {hex(id(self))}>"
+
+    @property
+    def metadata(self):
+        return {}
+
+
+class RemovableHandle:
+    """Returned by ``register_hook``; ``handle.remove()`` unregisters the hook."""
+
+    def __init__(self, hooks, fn):
+        self._hooks, self._fn = hooks, fn
+
+    def remove(self):
+        try:
+            self._hooks.remove(self._fn)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class AccumulateGrad(Node):
+    """The sink of a leaf tensor: adds the incoming gradient into ``variable.grad``."""
+    __slots__ = ("variable",)
+
+    def __init__(self, variable):
+        self._setup((), ((variable._data.shape, variable.dtype),))
+        self.variable = variable
+
+    def apply(self, grads):
+        return ()
+
+
+class SavedTensor:
+    """A tensor kept for backward, with the version it had when it was saved."""
+    __slots__ = ("tensor", "version", "is_output", "released")
+
+    def __init__(self, tensor, is_output):
+        if tensor._inference:
+            raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
+                               "you can make a clone to get a normal tensor and use it in "
+                               "autograd.")
+        from ..core.tensor import Tensor
+        if is_output:
+            storage = tensor._storage_obj()
+            alias = Tensor._make(tensor._data, tensor.dtype)
+            alias._storage = storage
+            alias._output_nr = tensor._output_nr
+            self.tensor = alias
+            self.version = storage.version
+        else:
+            self.tensor = tensor
+            self.version = tensor._version
+        self.is_output = is_output
+        self.released = False
+
+    def unpack(self, node):
+        if self.released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                "if you need to access saved tensors after calling backward.")
+        t = self.tensor
+        if t._version != self.version:
+            from ..dispatch import torch_name
+            kind = f"output {t._output_nr} of {node.name()}" if self.is_output else (
+                f"output {t._output_nr} of {t.grad_fn.name()}" if t.grad_fn is not None
+                else "a leaf Variable")
+            raise RuntimeError(
+                "one of the variables needed for gradient computation has been modified by an "
+                f"inplace operation: [ember.{torch_name(t.dtype)}Tensor {list(t._data.shape)}], "
+                f"which is {kind}, is at version {t._version}; expected version {self.version} "
+                "instead. Hint: enable anomaly detection to find the operation that failed to "
+                "compute its gradient, with ember.autograd.set_detect_anomaly(True).")
+        if self.is_output:
+            from ..core.tensor import Tensor
+            alias = Tensor._make(t._data, t.dtype)
+            alias._storage = t._storage
+            alias.grad_fn = node
+            alias._requires_grad = True
+            alias._output_nr = t._output_nr
+            return alias
+        return t
+
+
+class OpNode(Node):
+    """Base of the generated per-op node classes (``MulBackward0``...)."""
+    __slots__ = ("_saved", "_needs")
+    op = None
+
+    def apply(self, grads):
+        op = self.op
+        g = grads[0]
+        out = []
+        for i, inp in enumerate(op.inputs):
+            if not self._needs[i]:
+                out.append(None)
+                continue
+            formula = op.grads.get(inp)
+            if formula is None:
+                raise RuntimeError(f"the derivative for '{op.name}' with respect to '{inp}' is "
+                                   "not implemented")
+            kwargs = {}
+            for p in op.saves[inp]:
+                v = self._saved[p]
+                kwargs[p] = v.unpack(self) if type(v) is SavedTensor else v
+            out.append(formula(g, **kwargs))
+        return tuple(out)
+
+    def release(self):
+        for v in self._saved.values():
+            if type(v) is SavedTensor:
+                v.released = True
+                v.tensor = None if not v.is_output else v.tensor
+        # drop references so memory is returned now
+        self._saved = {k: (v if type(v) is not SavedTensor else _released(v))
+                       for k, v in self._saved.items()}
+
+    def __getattr__(self, name):
+        # PyTorch exposes saved values as `_saved_<name>` attributes
+        if name.startswith("_saved_"):
+            v = self._saved.get(name[7:], _missing)
+            if v is not _missing:
+                return v.unpack(self) if type(v) is SavedTensor else v
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+
+_missing = object()
+
+
+def _released(v):
+    s = SavedTensor.__new__(SavedTensor)
+    s.tensor, s.version, s.is_output, s.released = None, v.version, v.is_output, True
+    return s
+
+
+def node_class(op):
+    if op.node_class is None:
+        op.node_class = type(op.node_name, (OpNode,), {"__slots__": (), "op": op})
+    return op.node_class
+
+
+def edge_of(t):
+    """The (node, output_nr) a gradient for tensor `t` must flow into, or (None, 0)."""
+    if t.grad_fn is not None:
+        return (t.grad_fn, t._output_nr)
+    if t._requires_grad:
+        ref = t._grad_acc
+        acc = ref() if ref is not None else None
+        if acc is None:
+            acc = AccumulateGrad(t)
+            t._grad_acc = weakref.ref(acc)   # the graph holds it; the leaf only points at it
+        return (acc, 0)
+    return (None, 0)
+
+
+def _check_inference(args):
+    for x in args:
+        if getattr(x, "_inference", False):
+            raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
+                               "you can make a clone to get a normal tensor and use it in "
+                               "autograd.")
+
+
+def make_node(op, args, attrs, result, inputs_for_save=None):
+    """Build the node for one call of `op`; `args` are its inputs in OpDef.inputs order."""
+    from ..core.tensor import Tensor
+    cls = node_class(op)
+    node = cls.__new__(cls)
+    edges, meta, needs = [], [], []
+    for x in args:
+        if isinstance(x, Tensor):
+            e = edge_of(x)
+            edges.append(e)
+            meta.append((x._data.shape, x.dtype))
+            needs.append(e[0] is not None)
+        else:
+            edges.append((None, 0))
+            meta.append(None)
+            needs.append(False)
+    node._setup(tuple(edges), tuple(meta))
+    node._needs = needs
+    saved = {}
+    src = inputs_for_save or args
+    names = op.inputs
+    for i, inp in enumerate(names):
+        if not needs[i]:
+            continue
+        for p in op.saves.get(inp, ()):
+            if p in saved:
+                continue
+            if p == "result":
+                saved[p] = ("result",)
+            elif p in names:
+                v = src[names.index(p)]
+                saved[p] = SavedTensor(v, False) if isinstance(v, Tensor) else v
+            else:
+                saved[p] = attrs.get(p, op.attrs.get(p))
+    node._saved = saved
+    return node
+
+
+def record(op, args, result, attrs):
+    """Attach a node for `op` to `result` (called by dispatch when an input requires grad)."""
+    node = make_node(op, args, attrs, result)
+    result.grad_fn = node
+    result._requires_grad = True
+    for k, v in node._saved.items():
+        if type(v) is tuple and v == ("result",):
+            node._saved[k] = SavedTensor(result, True)
+
+
+def record_multi(op, args, results, attrs):
+    """Like `record` for ops with several differentiable outputs (the node gets a tuple)."""
+    node = make_node(op, args, attrs, results)
+    for i, r in enumerate(results):
+        r.grad_fn = node
+        r._requires_grad = True
+        r._output_nr = i
+    for k, v in node._saved.items():
+        if type(v) is tuple and v == ("result",):
+            node._saved[k] = SavedTensor(results[0], True)
+    return node
+
+
+def check_inplace(t):
+    """PyTorch's refusals before an in-place op touches `t`."""
+    if state.enabled and t._requires_grad and t.grad_fn is None and not state.inference:
+        base = t._base
+        if base is None or base.grad_fn is None:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation.")
+    if t._inference and not state.inference:
+        raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
+                           "allowed.You can make a clone to get a normal tensor before doing "
+                           "inplace update.See https://github.com/pytorch/rfcs/pull/17 for more "
+                           "details.")
+
+
+def snapshot_for_inplace(op, t):
+    """A copy of `t` as it was, if the op's derivative reads its original value."""
+    if any("self" in op.saves.get(i, ()) for i in op.inputs):
+        from ..core.tensor import Tensor
+        c = Tensor._make(t._data.copy(), t.dtype)
+        if t._requires_grad:
+            c._requires_grad = True
+            c.grad_fn = t.grad_fn
+            c._output_nr = t._output_nr
+        return c
+    return None
+
+
+def record_inplace(op, args, t, attrs, old):
+    """Rebase `t` onto a new node for an in-place op (``y.add_(1)``)."""
+    from .views import rebase_view
+    if t._base is not None and t._base._requires_grad or (t._base is not None and
+                                                          _needs_view_rebase(args)):
+        rebase_view(op, args, t, attrs, old)
+        return
+    src = (old if old is not None else args[0],) + tuple(args[1:])
+    # edges must point at t's history *before* this op
+    node = make_node(op, src, attrs, t, inputs_for_save=src)
+    t.grad_fn = node
+    t._requires_grad = True
+    t._output_nr = 0
+    for k, v in node._saved.items():
+        if type(v) is tuple and v == ("result",):
+            node._saved[k] = SavedTensor(t, True)
+
+
+def _needs_view_rebase(args):
+    from ..core.tensor import Tensor
+    return any(isinstance(x, Tensor) and x._requires_grad for x in args[1:])
+
+
+def anomaly_check(node, grads):
+    if not state.anomaly or not state.anomaly_check_nan:
+        return
+    from ..core.tensor import Tensor
+    for i, g in enumerate(grads):
+        if isinstance(g, Tensor) and g.dtype.is_floating_point and not np.all(
+                np.isfinite(g._data)):
+            if node._trace:
+                print("Traceback of forward call that caused the error:\n" +
+                      "".join(node._trace), file=sys.stderr)
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               "output.")

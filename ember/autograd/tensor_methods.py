@@ -1,0 +1,85 @@
+"""The autograd half of the Tensor API: backward, hooks, retain_grad, `.data`."""
+import weakref
+
+from .graph import RemovableHandle
+from . import engine
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute gradients of this tensor w.r.t. the graph leaves (accumulated into ``.grad``)."""
+    engine.backward((self,), None if gradient is None else (gradient,), retain_graph,
+                    create_graph, inputs=inputs)
+
+
+def register_hook(self, hook):
+    """``hook(grad)`` runs when the gradient for this tensor is computed; it may return a
+    replacement gradient. Returns a handle with ``.remove()``."""
+    if not self._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if self.grad_fn is not None:
+        return self.grad_fn._add_tensor_prehook(self._output_nr, hook)
+    if self._hooks is None:
+        self._hooks = []
+    self._hooks.append(hook)
+    return RemovableHandle(self._hooks, hook)
+
+
+def register_post_accumulate_grad_hook(self, hook):
+    """``hook(tensor)`` runs after the gradient was accumulated into this leaf's ``.grad``."""
+    if self.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    if self._post_acc_hooks is None:
+        self._post_acc_hooks = []
+    self._post_acc_hooks.append(hook)
+    return RemovableHandle(self._post_acc_hooks, hook)
+
+
+def retain_grad(self):
+    """Keep ``.grad`` for this non-leaf tensor after backward."""
+    if not self._requires_grad:
+        raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+    if self.grad_fn is None or self._retains_grad:
+        return
+    ref = weakref.ref(self)
+
+    def store(g):
+        t = ref()
+        if t is None:
+            return
+        if t.grad is None:
+            t.grad = g.detach().clone() if not g._requires_grad else g.clone()
+        else:
+            t.grad = t.grad + g.detach()
+    self.grad_fn._add_tensor_prehook(self._output_nr, store, retain=True)
+    self._retains_grad = True
+
+
+def _retains_grad(self):
+    return self._retains_grad
+
+
+def _get_grad(self):
+    return self._grad_value
+
+
+def _data_get(self):
+    from ..ops.view import detach
+    return detach(self)
+
+
+def _data_set(self, new):
+    from ..core.tensor import Tensor
+    if not isinstance(new, Tensor):
+        raise TypeError(f"data must be a Tensor, got {type(new).__name__}")
+    self._data = new._data
+    self._storage = new._storage_obj()
+    self.dtype = new.dtype
+
+
+def install(tensor_cls):
+    tensor_cls.backward = backward
+    tensor_cls.register_hook = register_hook
+    tensor_cls.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+    tensor_cls.retain_grad = retain_grad
+    tensor_cls.retains_grad = property(_retains_grad)
+    tensor_cls.data = property(_data_get, _data_set)

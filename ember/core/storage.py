@@ -1,0 +1,59 @@
+"""Storage: one flat 1-D buffer that tensors view, plus the version counter they share.
+
+A Tensor keeps a strided backend array (`_data`) that views this buffer; the Storage is
+made lazily, the first time someone needs to know the buffer (a view, an in-place op,
+`storage_offset()`), so fresh results of ops pay nothing for it.
+"""
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+
+class Storage:
+    """A flat buffer (``data``: a 1-D backend array) and the version counter of its views."""
+    __slots__ = ("data", "version", "__weakref__")
+
+    def __init__(self, data):
+        self.data = data
+        self.version = 0
+
+    @property
+    def device(self):
+        from .device import CPU
+        return CPU
+
+    def nbytes(self):
+        return self.data.nbytes
+
+    def size(self):
+        return self.data.size
+
+    def data_ptr(self):
+        return self.data.ctypes.data if self.data.size else 0
+
+    def __len__(self):
+        return self.nbytes()
+
+    def __repr__(self):
+        return f"ember.Storage(nbytes={self.nbytes()}, dtype={self.data.dtype})"
+
+
+def storage_for(arr):
+    """Build a Storage whose flat buffer spans the memory `arr` views (no copy)."""
+    item = arr.itemsize
+    if arr.flags.c_contiguous and arr.base is None:
+        return Storage(arr.reshape(-1))
+    if arr.size == 0:
+        return Storage(arr.reshape(-1)[:0].copy() if arr.ndim else arr.reshape(1)[:0])
+    span = 1
+    for size, st in zip(arr.shape, arr.strides):
+        if st < 0 or st % item:
+            raise ValueError("cannot view an array with negative or unaligned strides")
+        span += (size - 1) * (st // item)
+    return Storage(as_strided(arr, shape=(span,), strides=(item,)))
+
+
+def offset_in(storage, arr):
+    """Element offset of `arr`'s first element inside `storage`."""
+    if storage.data.size == 0:
+        return 0
+    return (arr.ctypes.data - storage.data.ctypes.data) // arr.itemsize

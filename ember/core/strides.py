@@ -1,0 +1,166 @@
+"""Pure functions on shapes and strides, shared by eager views, meta rules and the tracer.
+
+Strides are in elements, as in PyTorch. Every rule here is PyTorch's: which reshapes can be
+views, what "contiguous" means (size-1 dims don't count), how shapes broadcast, and the
+messages of the errors each raises.
+"""
+import math
+
+
+def contiguous_strides(shape):
+    """Row-major strides: contiguous_strides((2, 3, 4)) == (12, 4, 1)."""
+    strides = []
+    acc = 1
+    for s in reversed(shape):
+        strides.append(acc)
+        acc *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+def is_contiguous(shape, stride):
+    """PyTorch's rule: empty tensors are contiguous, and size-1 dims may have any stride."""
+    expected = 1
+    for size, st in zip(reversed(shape), reversed(stride)):
+        if size == 0:
+            return True
+        if size != 1:
+            if st != expected:
+                return False
+            expected *= size
+    return True
+
+
+def numel(shape):
+    return math.prod(shape)
+
+
+def wrap_dim(dim, ndim, scalar_ok=True):
+    """Normalise a possibly negative dim; 0-dim tensors accept -1 and 0 like PyTorch."""
+    if not isinstance(dim, int):
+        dim = int(dim.__index__())
+    n = ndim if ndim > 0 or not scalar_ok else 1
+    if dim < -n or dim >= n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim + n if dim < 0 else dim
+
+
+def wrap_dims(dims, ndim):
+    out = tuple(wrap_dim(d, ndim) for d in dims)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {out[0]} appears multiple times in the list of dims")
+    return out
+
+
+def infer_size(shape, numel_):
+    """Resolve one -1 in `shape` for a tensor of `numel_` elements (view/reshape)."""
+    neg = None
+    known = 1
+    for i, s in enumerate(shape):
+        if s == -1:
+            if neg is not None:
+                raise RuntimeError("only one dimension can be inferred")
+            neg = i
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s}")
+        else:
+            known *= s
+    if neg is None:
+        if known != numel_:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
+        return tuple(shape)
+    if known == 0 or numel_ % known != 0:
+        if known == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                               "because the unspecified dimension size -1 can be any value and "
+                               "is ambiguous")
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
+    shape = list(shape)
+    shape[neg] = numel_ // known
+    return tuple(shape)
+
+
+def view_strides(old_shape, old_stride, new_shape):
+    """Strides that let `new_shape` view memory laid out as (old_shape, old_stride), or None.
+
+    The same chunking rule as PyTorch's: the old dims are grouped into runs that are
+    contiguous with each other, and each run must be reshaped into whole new dims.
+    """
+    if math.prod(old_shape) == 0 or len(old_shape) == 0:
+        if math.prod(old_shape) == 0 and len(old_shape) > 0:
+            return contiguous_strides(new_shape)
+        return tuple(1 for _ in new_shape)
+    new_stride = [0] * len(new_shape)
+    view_d = len(new_shape) - 1
+    chunk_base_stride = old_stride[-1]
+    tensor_numel = 1
+    view_numel = 1
+    for tensor_d in range(len(old_shape) - 1, -1, -1):
+        tensor_numel *= old_shape[tensor_d]
+        if tensor_d == 0 or (old_shape[tensor_d - 1] != 1 and
+                             old_stride[tensor_d - 1] != tensor_numel * chunk_base_stride):
+            while view_d >= 0 and (view_numel < tensor_numel or new_shape[view_d] == 1):
+                new_stride[view_d] = view_numel * chunk_base_stride
+                view_numel *= new_shape[view_d]
+                view_d -= 1
+            if view_numel != tensor_numel:
+                return None
+            if tensor_d > 0:
+                chunk_base_stride = old_stride[tensor_d - 1]
+                tensor_numel = 1
+                view_numel = 1
+    if view_d != -1:
+        return None
+    return tuple(new_stride)
+
+
+def broadcast_shapes(*shapes):
+    """The broadcast of several shapes, with PyTorch's error naming the clashing sizes."""
+    ndim = max((len(s) for s in shapes), default=0)
+    out = [1] * ndim
+    for s in shapes:
+        off = ndim - len(s)
+        for i, size in enumerate(s):
+            j = off + i
+            if size == out[j] or size == 1:
+                continue
+            if out[j] == 1:
+                out[j] = size
+            else:
+                raise RuntimeError(f"The size of tensor a ({out[j]}) must match the size of "
+                                   f"tensor b ({size}) at non-singleton dimension {j}")
+    return tuple(out)
+
+
+def expand_strides(shape, stride, new_shape):
+    """Strides of `expand(new_shape)`: new and size-1 broadcast dims get stride 0."""
+    if len(new_shape) < len(shape):
+        raise RuntimeError(f"expand(torch.FloatTensor{{{list(shape)}}}, size={list(new_shape)}): "
+                           "the number of sizes provided "
+                           f"({len(new_shape)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({len(shape)})")
+    off = len(new_shape) - len(shape)
+    out_shape, out_stride = [], []
+    for i, size in enumerate(new_shape):
+        j = i - off
+        if j < 0:
+            if size < 0:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            out_shape.append(size)
+            out_stride.append(0)
+            continue
+        old = shape[j]
+        if size == -1:
+            size = old
+        if old == size:
+            out_shape.append(size)
+            out_stride.append(stride[j])
+        elif old == 1:
+            out_shape.append(size)
+            out_stride.append(0)
+        else:
+            raise RuntimeError(f"The expanded size of the tensor ({size}) must match the "
+                               f"existing size ({old}) at non-singleton dimension {i}.  "
+                               f"Target sizes: {list(new_shape)}.  Tensor sizes: {list(shape)}")
+    return tuple(out_shape), tuple(out_stride)

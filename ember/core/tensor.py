@@ -1,0 +1,337 @@
+"""The Tensor: a strided view of a Storage, plus the fields autograd needs. No math here.
+
+A tensor holds `_data`, a backend array (NumPy on cpu) that views its storage's flat buffer
+with this tensor's shape, strides and offset. Shape/stride/offset are read off that array,
+so views made by the backend (slicing, transposing) cost what the backend charges and
+nothing more. Every operator and math method (`add`, `__add__`, `add_`, `sum`, ...) is
+installed onto this class by the op registry (ember/ops/registry.py) from each op's one
+definition; this file only knows about data and metadata.
+"""
+import numpy as np
+
+from . import dtype as _dt
+from .device import CPU, to_device
+from .storage import Storage, storage_for, offset_in
+from .strides import is_contiguous as _is_contiguous, wrap_dim
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints (``ember.Size([2, 3])``)."""
+    __slots__ = ()
+
+    def numel(self):
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+    def __repr__(self):
+        return f"ember.Size({list(self)})"
+
+    def __getitem__(self, i):
+        r = tuple.__getitem__(self, i)
+        return Size(r) if isinstance(i, slice) else r
+
+    def __add__(self, other):
+        return Size(tuple.__add__(self, tuple(other)))
+
+
+_new = object.__new__
+
+
+class Tensor:
+    """A multi-dimensional array with autograd: ``ember.tensor([[1., 2.], [3., 4.]])``.
+
+    Calling ``ember.Tensor(...)`` directly is the legacy constructor: ``ember.Tensor([1., 2.])``
+    copies data into a default-dtype tensor, ``ember.Tensor(2, 3)`` allocates an uninitialised
+    (here: zero-filled) 2x3 tensor.
+    """
+    __slots__ = ("_data", "_storage", "dtype", "_requires_grad", "grad", "grad_fn", "_base",
+                 "_grad_acc", "_hooks", "_retains_grad", "_post_acc_hooks", "_output_nr",
+                 "_inference", "__weakref__")
+
+    def __init__(self, *args, device=None):
+        from .. import ops  # noqa: F401  (legacy constructor needs the creation ops)
+        from ..ops.creation import _array_from_data
+        dt = _dt.get_default_dtype()
+        if len(args) == 1 and not isinstance(args[0], int):
+            src = args[0]
+            if isinstance(src, Tensor):
+                arr = src._data
+                dt = src.dtype
+            else:
+                arr = _array_from_data(src, dt)
+        else:
+            shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            arr = np.zeros(tuple(int(s) for s in shape), dt.np)
+        _init(self, np.ascontiguousarray(arr, dtype=dt.np), dt)
+
+    # ---- construction helper used everywhere: wrap a backend array ----
+    @staticmethod
+    def _make(arr, dtype):
+        t = _new(Tensor)
+        _init(t, arr, dtype)
+        return t
+
+    # ---- metadata ----
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[wrap_dim(dim, self._data.ndim)]
+
+    def dim(self):
+        return self._data.ndim
+
+    def ndimension(self):
+        return self._data.ndim
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return self._data.size
+
+    nelement = numel
+
+    def stride(self, dim=None):
+        item = self._data.itemsize
+        st = tuple(s // item for s in self._data.strides)
+        if dim is None:
+            return st
+        return st[wrap_dim(dim, self._data.ndim)]
+
+    def storage_offset(self):
+        return offset_in(self._storage_obj(), self._data)
+
+    def is_contiguous(self, memory_format=None):
+        return _is_contiguous(self._data.shape, self.stride())
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.size * self.dtype.itemsize
+
+    def data_ptr(self):
+        return self._data.ctypes.data if self._data.size else 0
+
+    def untyped_storage(self):
+        return self._storage_obj()
+
+    def _storage_obj(self):
+        s = self._storage
+        if s is None:
+            s = self._storage = storage_for(self._data)
+        return s
+
+    @property
+    def device(self):
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_cpu(self):
+        return True
+
+    @property
+    def is_meta(self):
+        return False
+
+    @property
+    def layout(self):
+        return "strided"
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def is_complex(self):
+        return False
+
+    def is_signed(self):
+        return self.dtype.is_signed
+
+    @property
+    def _version(self):
+        s = self._storage
+        return 0 if s is None else s.version
+
+    def _bump_version(self):
+        self._storage_obj().version += 1
+
+    # ---- autograd fields (behaviour lives in ember.autograd) ----
+    @property
+    def requires_grad(self):
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value):
+        if value and not self.dtype.is_floating_point:
+            raise RuntimeError("only Tensors of floating point and complex dtype can require "
+                               "gradients")
+        if not value and self.grad_fn is not None:
+            raise RuntimeError("you can only change requires_grad flags of leaf variables. If "
+                               "you want to use a computed variable in a subgraph that doesn't "
+                               "require differentiation use var_no_grad = var.detach().")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad=True):
+        self.requires_grad = requires_grad
+        return self
+
+    @property
+    def is_leaf(self):
+        return self.grad_fn is None
+
+    @property
+    def is_inference(self):
+        return self._inference
+
+    # ---- conversions to Python and NumPy ----
+    def item(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
+                               "to Scalar")
+        v = self._data.reshape(()).item() if self._data.ndim else self._data.item()
+        return float(v) if self.dtype is _dt.bfloat16 else v
+
+    def tolist(self):
+        if self.dtype is _dt.bfloat16:
+            return self._data.astype(np.float32).tolist()
+        return self._data.tolist()
+
+    def numpy(self, *, force=False):
+        if self._requires_grad and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        if dtype is not None:
+            return self._data.astype(dtype)
+        return self._data
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return iter(self.unbind(0))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self._data.reshape(())[()])
+
+    def __float__(self):
+        if self._data.size != 1:
+            raise TypeError("only one element tensors can be converted to Python scalars")
+        return float(self._data.reshape(())[()])
+
+    def __int__(self):
+        if self._data.size != 1:
+            raise TypeError("only one element tensors can be converted to Python scalars")
+        return int(self._data.reshape(())[()])
+
+    def __index__(self):
+        if self.dtype.is_floating_point or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self._data.reshape(())[()])
+
+    def __complex__(self):
+        return complex(float(self))
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self, *, tensor_contents=None):
+        from .printing import tensor_repr
+        return tensor_repr(self)
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __format__(self, spec):
+        if self._data.ndim == 0:
+            return self.item().__format__(spec)
+        return object.__format__(self, spec)
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._data.__dlpack__(**kwargs) if kwargs else self._data.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __reduce_ex__(self, proto):
+        return (_rebuild, (self._data.copy(), self.dtype.name, self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if not self.is_leaf:
+            raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
+                               "support the deepcopy protocol at the moment.")
+        t = type(self).__new__(type(self))
+        _init(t, self._data.copy(), self.dtype)
+        t._requires_grad = self._requires_grad
+        if self.grad is not None:
+            t.grad = self.grad.__deepcopy__(memo)
+        if hasattr(self, "__dict__"):
+            import copy
+            t.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        memo[id(self)] = t
+        return t
+
+    def __setstate__(self, state):
+        pass
+
+
+def _init(t, arr, dtype):
+    t._data = arr
+    t.dtype = dtype
+    t._storage = None
+    t._requires_grad = False
+    t.grad = None
+    t.grad_fn = None
+    t._base = None
+    t._grad_acc = None
+    t._hooks = None
+    t._retains_grad = False
+    t._post_acc_hooks = None
+    t._output_nr = 0
+    t._inference = False
+
+
+def _rebuild(arr, dtype_name, requires_grad):
+    t = Tensor._make(arr, _dt._NAMES[dtype_name])
+    t._requires_grad = requires_grad
+    return t
+
+
+def make_view(base, arr):
+    """A tensor viewing `base`'s storage through the backend array `arr` (which must alias it)."""
+    t = _new(Tensor)
+    _init(t, arr, base.dtype)
+    t._storage = base._storage_obj()
+    t._base = base if base._base is None else base._base
+    t._inference = base._inference
+    return t
+
+
+def is_tensor(obj):
+    """True if `obj` is an ember Tensor (or subclass)."""
+    return isinstance(obj, Tensor)

@@ -1,0 +1,179 @@
+"""Copies and conversions: `to`, `clone`, `contiguous`, `copy_`, `fill_`, `zero_`, and the
+dtype shorthands (`float()`, `long()`, ...). Each is differentiable where PyTorch's is.
+"""
+import numpy as np
+
+from ..core import dtype as D
+from ..core.device import device as Device, to_device
+from ..core.tensor import Tensor
+from ..dispatch import wrap, torch_name
+from ..autograd.grad_mode import state
+from ..autograd import graph
+from .registry import OpDef, COMPOSITE, POINTWISE, register, METHODS
+
+_TO_COPY = OpDef("_to_copy", POINTWISE, attrs={"dtype": None},
+                 grads={"self": lambda g, dtype: g.to(dtype)}, node_name="ToCopyBackward0")
+_CLONE = OpDef("clone", POINTWISE, grads={"self": lambda g: g})
+
+
+def _record(op, args, out, attrs):
+    if state.enabled and any(isinstance(a, Tensor) and a._requires_grad for a in args):
+        graph.record(op, args, out, attrs)
+    return out
+
+
+def _parse_to(args, kwargs):
+    dtype = kwargs.pop("dtype", None)
+    dev = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got an unexpected keyword argument '{next(iter(kwargs))}'")
+    for a in args:
+        if isinstance(a, Tensor):
+            dtype, dev = a.dtype, a.device
+        elif isinstance(a, (D.dtype, type)) or (isinstance(a, str) and a in D._NAMES):
+            dtype = a
+        elif isinstance(a, (str, Device, int)):
+            dev = a
+        elif isinstance(a, bool):
+            pass
+        else:
+            dtype = a
+    return (D.to_dtype(dtype) if dtype is not None else None,
+            to_device(dev) if dev is not None else None, copy)
+
+
+def to(self, *args, **kwargs):
+    """Convert dtype and/or device: ``x.to(ember.float64)``, ``x.to("cpu")``, ``x.to(other)``.
+    Returns `self` when nothing changes (unless ``copy=True``)."""
+    dtype, dev, copy = _parse_to(args, kwargs)
+    if dev is not None and dev.type != "cpu":
+        from ..cuda import check_available
+        check_available()
+    if (dtype is None or dtype is self.dtype) and not copy:
+        return self
+    dt = dtype or self.dtype
+    out = wrap(self._data.astype(dt.np), dt)
+    if dt.is_floating_point:
+        return _record(_TO_COPY, (self,), out, {"dtype": self.dtype})
+    return out
+
+
+def _to_dtype(name):
+    def convert(self, memory_format=None):
+        return to(self, D._NAMES[name])
+    convert.__name__ = name
+    return convert
+
+
+def type_(self, dtype=None, non_blocking=False, **kw):
+    if dtype is None:
+        return f"torch.{torch_name(self.dtype)}Tensor"
+    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+        name = dtype.split(".")[-1][:-6]
+        inv = {v: k for k, v in __import__("ember.dispatch").dispatch.TORCH_NAMES.items()}
+        return to(self, D._NAMES[inv[name]])
+    return to(self, dtype)
+
+
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+def clone(input, *, memory_format=None):
+    """A copy that keeps the graph (``CloneBackward0``); dense layouts are preserved."""
+    arr = input._data
+    c = np.array(arr, order="K", copy=True) if memory_format is None or \
+        str(memory_format).endswith("preserve_format") else np.ascontiguousarray(arr).copy()
+    out = wrap(c, input.dtype)
+    return _record(_CLONE, (input,), out, {})
+
+
+def contiguous(self, memory_format=None):
+    """`self` if already contiguous, else a contiguous copy."""
+    if self._data.flags.c_contiguous or self.is_contiguous():
+        return self
+    out = wrap(np.ascontiguousarray(self._data), self.dtype)
+    return _record(_CLONE, (self,), out, {})
+
+
+# ---- in-place writes ----
+_COPY = OpDef("copy_", POINTWISE, inputs=("self", "src"),
+              grads={"self": lambda g: g.mul(0), "src": lambda g: g},
+              node_name="CopyBackwards")
+_FILL = OpDef("fill_", POINTWISE, inputs=("self", "value"),
+              grads={"self": lambda g: g.mul(0), "value": lambda g: g.sum()},
+              node_name="FillBackward0")
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy `src` into `self` in place, broadcasting and converting dtype."""
+    graph.check_inplace(self)
+    s = src._data if isinstance(src, Tensor) else src
+    try:
+        b = np.broadcast_to(s, self._data.shape)
+    except ValueError:
+        raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self._data.ndim else 1}"
+                           f") must match the size of tensor b ({np.shape(s)[-1]}) at "
+                           f"non-singleton dimension {self._data.ndim - 1}") from None
+    needs = state.enabled and isinstance(src, Tensor) and (src._requires_grad or
+                                                            self._requires_grad)
+    if np.shares_memory(self._data, s) if isinstance(src, Tensor) else False:
+        b = b.copy()
+    np.copyto(self._data, b, casting="unsafe")
+    if not (state.inference and self._inference):
+        self._bump_version()
+    if needs:
+        src_arg = src if src.dtype is self.dtype else to(src, self.dtype)
+        graph.record_inplace(_COPY, (self, src_arg), self, {}, None)
+    return self
+
+
+def fill_(self, value):
+    graph.check_inplace(self)
+    v = value
+    if isinstance(value, Tensor):
+        if value._data.ndim != 0:
+            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
+                               f"with {value._data.ndim} dimensions.")
+        v = value._data
+    self._data[...] = np.asarray(v).astype(self.dtype.np) if self.dtype is not D.bool_ else \
+        bool(v)
+    if not (state.inference and self._inference):
+        self._bump_version()
+    if state.enabled and (self._requires_grad or (isinstance(value, Tensor) and
+                                                  value._requires_grad)):
+        graph.record_inplace(_FILL, (self, value), self, {}, None)
+    return self
+
+
+def zero_(self):
+    return fill_(self, 0)
+
+
+for _f in (to, type_as, contiguous):
+    register(OpDef(_f.__name__, COMPOSITE, function=False), _f)
+register(OpDef("clone", COMPOSITE), clone)
+METHODS["type"] = type_
+METHODS["copy_"] = copy_
+METHODS["fill_"] = fill_
+METHODS["zero_"] = zero_
+for _n, _d in (("float", "float32"), ("double", "float64"), ("half", "float16"),
+               ("bfloat16", "bfloat16"), ("int", "int32"), ("long", "int64"),
+               ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool")):
+    METHODS[_n] = _to_dtype(_d)
+
+
+def cpu(self, memory_format=None):
+    return self
+
+
+def cuda(self, device=None, non_blocking=False, memory_format=None):
+    from ..cuda import check_available
+    check_available()
+
+
+METHODS["cpu"] = cpu
+METHODS["cuda"] = cuda

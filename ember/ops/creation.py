@@ -1,0 +1,353 @@
+"""Creation ops: tensors from data (`tensor`, `as_tensor`, `from_numpy`) and from shapes
+(`zeros`, `ones`, `full`, `arange`, `linspace`, `eye`, ... and their `_like` forms).
+
+dtype inference is PyTorch's: Python ints give int64, floats the default dtype, bools bool;
+NumPy arrays keep their dtype.
+"""
+import math
+import numbers
+
+import numpy as np
+
+from ..core import dtype as D
+from ..core.device import to_device
+from ..core.tensor import Tensor, _init
+from ..dispatch import wrap
+from ..autograd.grad_mode import state
+from .registry import OpDef, CREATION, register, METHODS
+
+
+def _infer_dtype(data):
+    """PyTorch's dtype for nested Python data: bool < int64 < default float."""
+    kind = -1
+    stack = [data]
+    while stack:
+        x = stack.pop()
+        if isinstance(x, Tensor):
+            kind = max(kind, 3 if x.dtype.is_floating_point else (0 if x.dtype is D.bool_
+                                                                   else 1))
+        elif isinstance(x, np.ndarray):
+            return D.from_numpy_dtype(x.dtype)
+        elif isinstance(x, (bool, np.bool_)):
+            kind = max(kind, 0)
+        elif isinstance(x, (int, np.integer)):
+            kind = max(kind, 1)
+        elif isinstance(x, (float, np.floating)):
+            kind = max(kind, 3)
+        elif isinstance(x, (list, tuple)):
+            stack.extend(x)
+        elif isinstance(x, complex):
+            raise TypeError("complex tensors are not supported by ember")
+        elif hasattr(x, "__array__"):
+            return D.from_numpy_dtype(np.asarray(x).dtype)
+        else:
+            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
+    if kind == 0:
+        return D.bool_
+    if kind in (1, 2):
+        return D.int64
+    return D.get_default_dtype()
+
+
+def _to_nested(x):
+    if isinstance(x, Tensor):
+        if x._data.ndim == 0:
+            return x._data.item() if x.dtype is not D.bfloat16 else float(x._data)
+        return [_to_nested(r) for r in x.unbind(0)] if x._data.ndim else x.item()
+    if isinstance(x, (list, tuple)):
+        return [_to_nested(v) for v in x]
+    return x
+
+
+def _array_from_data(data, dt):
+    if isinstance(data, Tensor):
+        return data._data.astype(dt.np)
+    if isinstance(data, np.ndarray):
+        return data.astype(dt.np)
+    if isinstance(data, (list, tuple)) and _contains_tensor(data):
+        data = _to_nested(data)
+    try:
+        arr = np.array(data, dtype=dt.np if dt is not D.bfloat16 else np.float64)
+    except ValueError as e:
+        raise ValueError(f"expected sequence of equal lengths: {e}") from None
+    except OverflowError:
+        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow") \
+            from None
+    if arr.dtype == object:
+        raise ValueError("expected a rectangular nested sequence of numbers")
+    return arr.astype(dt.np) if arr.dtype != dt.np else arr
+
+
+def _contains_tensor(data):
+    for x in data:
+        if isinstance(x, Tensor):
+            return True
+        if isinstance(x, (list, tuple)) and _contains_tensor(x):
+            return True
+    return False
+
+
+def _finish(arr, dt, requires_grad=False, device=None):
+    if device is not None:
+        dev = to_device(device)
+        if dev.type != "cpu":
+            from ..cuda import check_available
+            check_available()
+    t = wrap(np.ascontiguousarray(arr) if arr.ndim else np.asarray(arr), dt)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=False):
+    """Copy `data` (nested lists, numbers, NumPy arrays, tensors) into a new tensor.
+
+    >>> ember.tensor([[1, 2], [3, 4]]).dtype
+    ember.int64
+    """
+    dt = D.to_dtype(dtype) if dtype is not None else (
+        data.dtype if isinstance(data, Tensor) else _infer_dtype(data))
+    arr = _array_from_data(data, dt)
+    return _finish(np.array(arr, copy=True), dt, requires_grad, device)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """Like ``tensor`` but shares memory with a tensor or NumPy array when it can."""
+    if isinstance(data, Tensor):
+        return data if dtype is None or D.to_dtype(dtype) is data.dtype else data.to(dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or
+                                         D.to_dtype(dtype).np == data.dtype):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype, device=device)
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with a NumPy array: writes are seen both ways."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    dt = D.from_numpy_dtype(ndarray.dtype)
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and tensors "
+                         "with negative strides are not currently supported. (You can probably "
+                         "work around this by making a copy of your array  with array.copy().) ")
+    if not ndarray.flags.writeable:
+        import warnings
+        warnings.warn("The given NumPy array is not writable, and ember does not support "
+                      "non-writable tensors.", UserWarning, stacklevel=2)
+    if not ndarray.dtype.isnative:
+        raise TypeError("can't convert a byte-swapped NumPy array")
+    t = Tensor._make(ndarray, dt)
+    return t
+
+
+def from_dlpack(ext):
+    """A tensor sharing memory with any object that speaks DLPack (NumPy arrays, tensors)."""
+    if isinstance(ext, Tensor):
+        return ext
+    return from_numpy(np.from_dlpack(ext))
+
+
+def _size_args(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = s.item()
+        if not hasattr(s, "__index__"):
+            raise TypeError(f"zeros(): argument 'size' must be tuple of ints, but found element "
+                            f"of type {type(s).__name__}")
+        s = s.__index__()
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(size)}")
+        out.append(s)
+    return tuple(out)
+
+
+def _dtype_or_default(dtype):
+    return D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+
+
+def _filled(fill, size, dtype, device, requires_grad, out):
+    dt = _dtype_or_default(dtype)
+    shape = _size_args(size)
+    arr = np.full(shape, fill, dtype=dt.np) if fill else np.zeros(shape, dtype=dt.np)
+    if out is not None:
+        out._data = arr
+        out._storage = None
+        return out
+    return _finish(arr, dt, requires_grad, device)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          pin_memory=False):
+    """A tensor of zeros: ``ember.zeros(2, 3)`` or ``ember.zeros((2, 3), dtype=ember.int64)``."""
+    return _filled(0, size, dtype, device, requires_grad, out)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+         pin_memory=False):
+    """A tensor of ones."""
+    return _filled(1, size, dtype, device, requires_grad, out)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+          pin_memory=False, memory_format=None):
+    """An uninitialised tensor (ember fills it with zeros, so reads are deterministic)."""
+    return _filled(0, size, dtype, device, requires_grad, out)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None,
+         layout=None, pin_memory=False):
+    """A tensor filled with `fill_value`; its dtype follows the value (bool, int64, float)."""
+    if dtype is None:
+        if isinstance(fill_value, Tensor):
+            fill_value = fill_value.item()
+        dtype = D.scalar_dtype(fill_value)
+        if dtype is D.float64:
+            dtype = D.get_default_dtype()
+    dt = D.to_dtype(dtype)
+    arr = np.full(_size_args((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
+                  dtype=dt.np)
+    return _finish(arr, dt, requires_grad, device)
+
+
+def _like(input, dtype, fill, requires_grad):
+    dt = D.to_dtype(dtype) if dtype is not None else input.dtype
+    arr = np.zeros_like(input._data, dtype=dt.np) if not fill else \
+        np.full_like(input._data, fill, dtype=dt.np)
+    return _finish_like(arr, dt, requires_grad)
+
+
+def _finish_like(arr, dt, requires_grad):
+    t = wrap(arr, dt)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None):
+    return _like(input, dtype, 0, requires_grad)
+
+
+def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None):
+    return _like(input, dtype, 1, requires_grad)
+
+
+def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
+               memory_format=None):
+    return _like(input, dtype, 0, requires_grad)
+
+
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+              memory_format=None):
+    return _like(input, dtype, fill_value, requires_grad) if fill_value else \
+        _like(input, dtype, 0, requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
+           out=None, layout=None):
+    """Values from `start` up to (not including) `end` by `step`; length ceil((end-start)/step).
+
+    >>> ember.arange(0, 1, 0.25)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500])
+    """
+    if end is None:
+        start, end = 0, start
+    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
+    start, end, step = vals
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
+    dt = D.to_dtype(dtype)
+    n = math.ceil((end - start) / step)
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    n = max(n, 0)
+    if dt.is_floating_point or any(isinstance(v, float) for v in vals):
+        arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt.np)
+    else:
+        arr = (start + np.arange(n, dtype=np.int64) * step).astype(dt.np)
+    return _finish(arr, dt, requires_grad, device)
+
+
+def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Deprecated ``torch.range``: like arange but includes `end`."""
+    if end is None:
+        start, end = 0, start
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    n = int(math.floor((end - start) / step)) + 1
+    arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt.np)
+    return _finish(arr, dt, requires_grad, device)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None,
+             layout=None):
+    """`steps` evenly spaced values from `start` to `end`, both included."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    start = start.item() if isinstance(start, Tensor) else start
+    end = end.item() if isinstance(end, Tensor) else end
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    arr = _linspace_values(start, end, steps)
+    if not dt.is_floating_point:
+        arr = np.trunc(arr)
+    return _finish(arr.astype(dt.np), dt, requires_grad, device)
+
+
+def _linspace_values(start, end, steps):
+    # PyTorch fills the first half from `start` and the second half from `end`
+    if steps == 1:
+        return np.array([start], dtype=np.float64)
+    i = np.arange(steps, dtype=np.float64)
+    step = (end - start) / (steps - 1)
+    half = steps // 2
+    return np.where(i < half, start + step * i, end - step * (steps - 1 - i))
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
+             out=None, layout=None):
+    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    arr = np.power(base, _linspace_values(start, end, steps))
+    return _finish(arr.astype(dt.np), dt, requires_grad, device)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    """The identity matrix (n x m)."""
+    if n < 0:
+        raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    dt = _dtype_or_default(dtype)
+    return _finish(np.eye(n, n if m is None else m, dtype=dt.np), dt, requires_grad, device)
+
+
+# ---- new_* methods take dtype/device from self ----
+def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+for _f in (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, empty, full, zeros_like,
+           ones_like, empty_like, full_like, arange, linspace, logspace, eye):
+    register(OpDef(_f.__name__, CREATION, method=False), _f)
+register(OpDef("range", CREATION, method=False), range_, names=("range",))
+for _f in (new_tensor, new_zeros, new_ones, new_empty, new_full):
+    register(OpDef(_f.__name__, CREATION, function=False), _f)

@@ -1,0 +1,159 @@
+"""`tensor[index]` and `tensor[index] = value` with PyTorch's rules.
+
+Basic indices (ints, slices with positive steps, None, Ellipsis) give views. Integer tensors,
+lists and boolean masks (advanced indexing) give copies, following the same rules as NumPy's
+advanced indexing (broadcast index arrays; separated advanced indices move to the front).
+Out-of-range indices raise IndexError, never wrap.
+"""
+import numpy as np
+
+from ..core import dtype as D
+from ..core.tensor import Tensor
+from ..dispatch import wrap
+from ..autograd.grad_mode import state
+from ..autograd import graph
+from .registry import OpDef, VIEW, METHODS
+from .view import apply_view, view_op, _view_scatter
+
+_SELECT_VIEW = view_op("__getitem__", node_name="SliceBackward0")
+_INDEX = OpDef("index", VIEW, attrs={"shape": None, "view_fn": None},
+               grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
+               node_name="IndexBackward0")
+
+
+def _convert(index):
+    """Normalise one index to what NumPy takes; report whether it is advanced."""
+    if isinstance(index, Tensor):
+        arr = index._data
+        if index.dtype.is_floating_point:
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        return arr, True
+    if isinstance(index, (list, np.ndarray)):
+        arr = np.asarray(index)
+        if arr.dtype == object:
+            arr = np.asarray([np.asarray(x._data if isinstance(x, Tensor) else x)
+                              for x in index])
+        if arr.dtype.kind == "f":
+            raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if arr.size == 0 and arr.dtype.kind not in "iub":
+            arr = arr.astype(np.int64)
+        return arr, True
+    if isinstance(index, slice):
+        vals = [v.__index__() if v is not None and hasattr(v, "__index__") else v
+                for v in (index.start, index.stop, index.step)]
+        if vals[2] is not None and vals[2] <= 0:
+            raise ValueError("step must be greater than zero")
+        return slice(*vals), False
+    if index is None or index is Ellipsis:
+        return index, False
+    if isinstance(index, bool):
+        return np.asarray(index), True
+    if hasattr(index, "__index__"):
+        return index.__index__(), False
+    raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                     "Variables are valid indices (got " + type(index).__name__ + ")")
+
+
+def _normalise(self, index):
+    if not isinstance(index, tuple):
+        index = (index,)
+    out, advanced = [], False
+    for i in index:
+        v, adv = _convert(i)
+        advanced |= adv
+        out.append(v)
+    if not any(v is Ellipsis for v in out):
+        out.append(Ellipsis)   # so an int index gives a 0-d view, not a NumPy scalar
+    n_dims = sum(1 for v in out if v is not None and v is not Ellipsis and
+                 not (isinstance(v, np.ndarray) and v.dtype == np.bool_))
+    n_dims += sum(v.ndim for v in out if isinstance(v, np.ndarray) and v.dtype == np.bool_)
+    if n_dims > self._data.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {self._data.ndim}")
+    return tuple(out), advanced
+
+
+def _check_bounds(arr, idx):
+    try:
+        arr[idx]
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+
+
+def getitem(self, index):
+    idx, advanced = _normalise(self, index)
+    if not advanced:
+        try:
+            return apply_view(_SELECT_VIEW, self, lambda a: a[idx])
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+    try:
+        r = self._data[idx]
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    out = wrap(np.array(r, copy=True), self.dtype)
+    if state.enabled and self._requires_grad:
+        graph.record(_INDEX, (self,), out, {"shape": self._data.shape,
+                                            "view_fn": lambda a: a[idx]})
+    return out
+
+
+_INDEX_PUT = OpDef("index_put_", VIEW, inputs=("self", "values"),
+                   attrs={"view_fn": None},
+                   grads={"self": lambda g, view_fn: _zero_at(g, view_fn),
+                          "values": lambda g, view_fn: _gather_adv(g, view_fn)},
+                   node_name="IndexPutBackward0")
+
+
+def _zero_at(g, view_fn):
+    arr = np.array(g._data, copy=True)
+    arr[view_fn.idx] = 0
+    mask = np.ones(g._data.shape, g.dtype.np)
+    mask[view_fn.idx] = 0
+    return g * wrap(mask, g.dtype)
+
+
+def _gather_adv(g, view_fn):
+    return getitem(g, view_fn.raw)
+
+
+class _IndexFn:
+    """The index of an advanced setitem, kept for its derivative."""
+
+    def __init__(self, idx, raw):
+        self.idx, self.raw = idx, raw
+
+    def __call__(self, a):
+        return a[self.idx]
+
+
+def setitem(self, index, value):
+    idx, advanced = _normalise(self, index)
+    if not advanced:
+        view = getitem(self, index)
+        if isinstance(value, Tensor):
+            view.copy_(value)
+        else:
+            view.fill_(value) if view._data.ndim == 0 or not isinstance(
+                value, (list, tuple)) else view.copy_(wrap(np.asarray(value), self.dtype))
+        return
+    graph.check_inplace(self)
+    v = value._data if isinstance(value, Tensor) else value
+    try:
+        target = self._data[idx]
+        np.broadcast_to(v, target.shape)
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    except ValueError:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(np.shape(v))} cannot be "
+                           f"broadcast to indexing result of shape {list(target.shape)}") from None
+    self._data[idx] = v
+    self._bump_version()
+    if state.enabled and (self._requires_grad or (isinstance(value, Tensor) and
+                                                  value._requires_grad)):
+        val = value if isinstance(value, Tensor) else wrap(np.asarray(v), self.dtype)
+        graph.record_inplace(_INDEX_PUT, (self, val), self, {"view_fn": _IndexFn(idx, index)},
+                             None)
+
+
+METHODS["__getitem__"] = getitem
+METHODS["__setitem__"] = setitem

@@ -1,0 +1,517 @@
+"""View ops: new shape/stride/offset over the same storage, never a copy.
+
+Each view is a function from a backend array to a view of it (`view_fn`), plus PyTorch's
+meta checks. Its derivative is generic: scatter the gradient back through the same view
+function applied to an index array (`_view_scatter`), so every view — expand, as_strided,
+unfold, diagonal — is differentiated by one rule that also has its own derivative.
+"""
+import numpy as np
+from numpy.lib.stride_tricks import as_strided as _np_as_strided
+
+from ..core import strides as S
+from ..core.tensor import Tensor, make_view
+from ..autograd.grad_mode import state
+from ..autograd import graph
+from .registry import OpDef, VIEW, register, METHODS
+
+
+def _index_map(shape, view_fn):
+    """Flat positions (in a contiguous tensor of `shape`) of each element of the view."""
+    n = 1
+    for s in shape:
+        n *= s
+    return view_fn(np.arange(n, dtype=np.int64).reshape(shape))
+
+
+def _scatter_kernel(g, shape, view_fn):
+    idx = _index_map(shape, view_fn)
+    n = int(np.prod(shape, dtype=np.int64))
+    flat_idx = np.ascontiguousarray(idx).reshape(-1)
+    gflat = np.ascontiguousarray(np.broadcast_to(g, idx.shape)).reshape(-1)
+    if len(np.unique(flat_idx)) == flat_idx.size:
+        out = np.zeros(n, dtype=g.dtype)
+        out[flat_idx] = gflat
+    else:
+        out = np.bincount(flat_idx, weights=gflat.astype(np.float64), minlength=n)
+        out = out.astype(g.dtype)
+    return out.reshape(shape)
+
+
+def _view_scatter(g, shape, view_fn):
+    """The adjoint of a view: a zero tensor of `shape` with `g` summed into the viewed places."""
+    from ..dispatch import wrap
+    out = wrap(_scatter_kernel(g._data, tuple(shape), view_fn), g.dtype)
+    if state.enabled and g._requires_grad:
+        graph.record(_SCATTER, (g,), out, {"shape": shape, "view_fn": view_fn})
+    return out
+
+
+def _gather(g, view_fn):
+    from ..dispatch import wrap
+    out = wrap(np.ascontiguousarray(view_fn(g._data)), g.dtype)
+    if state.enabled and g._requires_grad:
+        graph.record(_GATHER, (g,), out, {"shape": g._data.shape, "view_fn": view_fn})
+    return out
+
+
+_SCATTER = OpDef("_view_scatter", VIEW, attrs={"shape": None, "view_fn": None},
+                 grads={"self": lambda g, view_fn: _gather(g, view_fn)},
+                 node_name="ViewScatterBackward0")
+_GATHER = OpDef("_view_gather", VIEW, attrs={"shape": None, "view_fn": None},
+                grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
+                node_name="AsStridedBackward0")
+
+
+def _grad_of_view(g, shape, view_fn):
+    return _view_scatter(g, shape, view_fn)
+
+
+def view_op(name, node_name=None):
+    """Declare a view op; returns its OpDef for `apply_view`."""
+    return OpDef(name, VIEW, attrs={"shape": None, "view_fn": None},
+                 grads={"self": _grad_of_view}, node_name=node_name)
+
+
+def apply_view(op, self, view_fn):
+    """Run a view: alias `self`'s storage through `view_fn`, and record its node."""
+    arr = view_fn(self._data)
+    out = make_view(self, arr)
+    if self._requires_grad and state.enabled:
+        graph.record(op, (self,), out, {"shape": self._data.shape, "view_fn": view_fn})
+    elif self._requires_grad and not state.enabled:
+        pass
+    return out
+
+
+def strided_view(arr, shape, stride):
+    """A backend view of `arr`'s memory with element strides `stride` (from arr's start)."""
+    item = arr.itemsize
+    return _np_as_strided(arr, shape=tuple(shape), strides=tuple(s * item for s in stride),
+                          writeable=True)
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    out = []
+    for s in shape:
+        if hasattr(s, "__index__"):
+            out.append(s.__index__())
+        else:
+            raise TypeError(f"shape must be a sequence of ints, got {type(s).__name__}")
+    return tuple(out)
+
+
+# ---- view / reshape ----
+_VIEW = view_op("view")
+_RESHAPE_ALIAS = view_op("_reshape_alias", node_name="ViewBackward0")
+
+
+def view(self, *shape, dtype=None):
+    """A view of the same data with another shape; fails when strides don't allow it.
+
+    >>> ember.arange(6).view(2, 3).t().view(6)
+    Traceback (most recent call last): ... RuntimeError: view size is not compatible ...
+    """
+    if not shape and dtype is None:
+        raise TypeError("view() missing required argument 'size'")
+    if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and \
+            not hasattr(shape[0], "__index__"):
+        dtype, shape = shape[0], ()
+    if dtype is not None and not shape:
+        return _view_dtype(self, dtype)
+    shape = S.infer_size(_shape_arg(shape), self._data.size)
+    arr = self._data
+    if not arr.flags.c_contiguous and S.view_strides(arr.shape, self.stride(), shape) is None:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride "
+                           "(at least one dimension spans across two contiguous subspaces). "
+                           "Use .reshape(...) instead.")
+    return apply_view(_VIEW, self, lambda a: _view_arr(a, shape))
+
+
+def _elem_strides(a):
+    return tuple(s // a.itemsize for s in a.strides)
+
+
+def _view_arr(a, shape):
+    if a.flags.c_contiguous:
+        return a.reshape(shape)
+    return strided_view(a, shape, S.view_strides(a.shape, _elem_strides(a), shape))
+
+
+def _view_dtype(self, dtype):
+    from ..core.dtype import to_dtype
+    d = to_dtype(dtype)
+    if d.itemsize != self.dtype.itemsize:
+        raise RuntimeError("view(dtype) with a different element size is not supported by "
+                           "ember")
+    t = make_view(self, self._data.view(d.np))
+    t.dtype = d
+    return t
+
+
+def reshape(self, *shape):
+    """Like ``view`` when the strides allow it, else a contiguous copy."""
+    shape = S.infer_size(_shape_arg(shape), self._data.size)
+    arr = self._data
+    if arr.flags.c_contiguous or S.view_strides(arr.shape, self.stride(), shape) is not None:
+        return view(self, shape)
+    return view(self.contiguous(), shape)
+
+
+def view_as(self, other):
+    return view(self, other.shape)
+
+
+def reshape_as(self, other):
+    return reshape(self, other.shape)
+
+
+def flatten(self, start_dim=0, end_dim=-1):
+    nd = self._data.ndim
+    if nd == 0:
+        return reshape(self, (1,))
+    s = S.wrap_dim(start_dim, nd)
+    e = S.wrap_dim(end_dim, nd)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return self if True else None
+    shape = self._data.shape
+    new = shape[:s] + (int(np.prod(shape[s:e + 1])),) + shape[e + 1:]
+    return reshape(self, new)
+
+
+def unflatten(self, dim, sizes):
+    nd = self._data.ndim
+    d = S.wrap_dim(dim, nd)
+    shape = self._data.shape
+    sizes = tuple(sizes)
+    inner = S.infer_size(sizes, shape[d]) if -1 in sizes else sizes
+    if int(np.prod(inner)) != shape[d]:
+        raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
+                           f"size of dim {dim} ({shape[d]}) in the input tensor")
+    return view(self, shape[:d] + tuple(inner) + shape[d + 1:])
+
+
+# ---- dims ----
+_TRANSPOSE = view_op("transpose")
+_T = view_op("t")
+_PERMUTE = view_op("permute")
+_SQUEEZE = view_op("squeeze")
+_UNSQUEEZE = view_op("unsqueeze")
+_EXPAND = view_op("expand")
+_SELECT = view_op("select")
+_SLICE = view_op("slice")
+_DIAGONAL = view_op("diagonal")
+_AS_STRIDED = view_op("as_strided")
+_UNFOLD = view_op("unfold")
+_ALIAS = view_op("alias")
+
+
+def transpose(self, dim0, dim1):
+    nd = self._data.ndim
+    d0, d1 = S.wrap_dim(dim0, nd), S.wrap_dim(dim1, nd)
+    if nd < 2 or d0 == d1:
+        return apply_view(_TRANSPOSE, self, lambda a: a.view())
+    return apply_view(_TRANSPOSE, self, lambda a: a.swapaxes(d0, d1))
+
+
+def t(self):
+    nd = self._data.ndim
+    if nd > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
+    return apply_view(_T, self, lambda a: a.T)
+
+
+def permute(self, *dims):
+    dims = _shape_arg(dims)
+    nd = self._data.ndim
+    if len(dims) != nd:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
+                           f"not match the length of the desired ordering of dimensions i.e. "
+                           f"input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
+    dims = S.wrap_dims(dims, nd)
+    return apply_view(_PERMUTE, self, lambda a: a.transpose(dims))
+
+
+def movedim(self, source, destination):
+    nd = self._data.ndim
+    src = (source,) if isinstance(source, int) else tuple(source)
+    dst = (destination,) if isinstance(destination, int) else tuple(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
+                           f"dims) should contain the same number of dims as destination "
+                           f"({list(dst)} dims)")
+    src, dst = S.wrap_dims(src, nd), S.wrap_dims(dst, nd)
+    order = [d for d in range(nd) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(self, order)
+
+
+def squeeze(self, dim=None):
+    shape = self._data.shape
+    nd = len(shape)
+    if dim is None:
+        axes = tuple(i for i, s in enumerate(shape) if s == 1)
+    else:
+        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        axes = tuple(d for d in S.wrap_dims(dims, nd) if nd and shape[d] == 1)
+    if not axes:
+        return apply_view(_SQUEEZE, self, lambda a: a.view())
+    return apply_view(_SQUEEZE, self, lambda a: a.squeeze(axes))
+
+
+def unsqueeze(self, dim):
+    d = S.wrap_dim(dim, self._data.ndim + 1, scalar_ok=False)
+    return apply_view(_UNSQUEEZE, self, lambda a: np.expand_dims(a, d))
+
+
+def expand(self, *sizes):
+    sizes = _shape_arg(sizes)
+    S.expand_strides(self._data.shape, self.stride(), sizes)  # PyTorch's errors
+
+    def fn(a):
+        shape, st = S.expand_strides(a.shape, _elem_strides(a), sizes)
+        return strided_view(a, shape, st)
+    return apply_view(_EXPAND, self, fn)
+
+
+def expand_as(self, other):
+    return expand(self, other.shape)
+
+
+def broadcast_to(input, size):
+    return expand(input, tuple(size))
+
+
+def narrow(self, dim, start, length):
+    nd = self._data.ndim
+    if nd == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = S.wrap_dim(dim, nd)
+    size = self._data.shape[d]
+    start = int(start)
+    if start < -size or start > size:
+        raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
+                         f"but got {start})")
+    if start < 0:
+        start += size
+    if start + length > size or length < 0:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}).")
+    idx = (slice(None),) * d + (slice(start, start + length),)
+    return apply_view(_SLICE, self, lambda a: a[idx])
+
+
+def select(self, dim, index):
+    nd = self._data.ndim
+    if nd == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = S.wrap_dim(dim, nd)
+    size = self._data.shape[d]
+    index = int(index)
+    if index < -size or index >= size:
+        raise IndexError(f"select(): index {index} out of range for tensor of size "
+                         f"{list(self._data.shape)} at dimension {d}")
+    if index < 0:
+        index += size
+    idx = (slice(None),) * d + (index,)
+    return apply_view(_SELECT, self, lambda a: a[idx])
+
+
+def unbind(self, dim=0):
+    d = S.wrap_dim(dim, self._data.ndim)
+    return tuple(select(self, d, i) for i in range(self._data.shape[d]))
+
+
+def split(self, split_size_or_sections, dim=0):
+    nd = self._data.ndim
+    d = S.wrap_dim(dim, nd)
+    size = self._data.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size > 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {size}")
+        sizes = [min(step, size - i) for i in range(0, size, step)] if size else [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != size:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
+                               f"(input tensor's size at dimension {d}), but got "
+                               f"split_sizes={sizes}")
+    out, start = [], 0
+    for s in sizes:
+        out.append(narrow(self, d, start, s))
+        start += s
+    return tuple(out)
+
+
+def chunk(self, chunks, dim=0):
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = S.wrap_dim(dim, self._data.ndim)
+    size = self._data.shape[d]
+    step = -(-size // chunks) if size else 1
+    if size == 0:
+        return tuple(narrow(self, d, 0, 0) for _ in range(chunks))
+    return split(self, step, d)
+
+
+def diagonal(self, offset=0, dim1=0, dim2=1):
+    nd = self._data.ndim
+    d1, d2 = S.wrap_dim(dim1, nd), S.wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return apply_view(_DIAGONAL, self, lambda a: _diag_arr(a, offset, d1, d2))
+
+
+def _diag_arr(a, offset, d1, d2):
+    st = _elem_strides(a)
+    shape = a.shape
+    n1, n2 = shape[d1], shape[d2]
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        start = offset * st[d2] if length else 0
+    else:
+        length = max(0, min(n1 + offset, n2))
+        start = -offset * st[d1] if length else 0
+    keep = [i for i in range(a.ndim) if i not in (d1, d2)]
+    new_shape = [shape[i] for i in keep] + [length]
+    new_st = [st[i] for i in keep] + [st[d1] + st[d2]]
+    flat = a.reshape(-1) if a.flags.c_contiguous else None
+    if flat is not None:
+        return strided_view(flat[start:], new_shape, new_st) if a.size else \
+            np.zeros(new_shape, a.dtype)
+    base = strided_view(a, (1,), (1,))  # a 1-element view at a's start
+    return strided_view(_np_as_strided(base, shape=(start + 1,), strides=(a.itemsize,))[start:],
+                        new_shape, new_st)
+
+
+def as_strided(self, size, stride, storage_offset=None):
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape")
+    base_off = self.storage_offset()
+    off = base_off if storage_offset is None else storage_offset
+    storage = self._storage_obj()
+    need = off + sum((s - 1) * st for s, st in zip(size, stride)) + 1 if all(size) else 0
+    if need > storage.data.size:
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {off}, and itemsize {self.dtype.itemsize} requiring a "
+                           f"storage size of {need * self.dtype.itemsize} are out of bounds for "
+                           f"storage of size {storage.data.size * self.dtype.itemsize}")
+    flat = storage.data
+
+    def fn(a):
+        if a is self._data:
+            return strided_view(flat[off:], size, stride)
+        # applied to an index array laid out like self (for the derivative): map storage
+        # positions back to self's logical positions
+        pos2idx = np.zeros(flat.size, np.int64)
+        pos2idx[_storage_positions(self).reshape(-1)] = np.arange(self._data.size)
+        out_pos = strided_view(np.arange(flat.size, dtype=np.int64)[off:], size, stride)
+        return np.asarray(a).reshape(-1)[pos2idx[out_pos]]
+    return apply_view(_AS_STRIDED, self, fn)
+
+
+def _storage_positions(t):
+    st = t.stride()
+    off = t.storage_offset()
+    full = np.arange(t._storage_obj().data.size, dtype=np.int64)
+    return strided_view(full[off:], t._data.shape, st) if t._data.size else \
+        np.zeros(t._data.shape, np.int64)
+
+
+def unfold(self, dimension, size, step):
+    nd = self._data.ndim
+    d = S.wrap_dim(dimension, nd)
+    length = self._data.shape[d] if nd else 1
+    if size > length:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {length} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+
+    def fn(a):
+        if a.ndim == 0:
+            return a.reshape(1)
+        st = [s // a.itemsize for s in a.strides]
+        shape = list(a.shape)
+        n = (shape[d] - size) // step + 1
+        new_shape = shape[:d] + [n] + shape[d + 1:] + [size]
+        new_st = st[:d] + [st[d] * step] + st[d + 1:] + [st[d]]
+        return strided_view(a, new_shape, new_st)
+    return apply_view(_UNFOLD, self, fn)
+
+
+def detach(self):
+    """A tensor sharing storage with `self` and cut from the graph (``requires_grad=False``)."""
+    t = make_view(self, self._data)
+    t._base = None
+    return t
+
+
+def detach_(self):
+    if self._base is not None and self._base._requires_grad:
+        raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+    self.grad_fn = None
+    self._requires_grad = False
+    return self
+
+
+def alias(self):
+    return apply_view(_ALIAS, self, lambda a: a.view())
+
+
+def _T_prop(self):
+    nd = self._data.ndim
+    return permute(self, tuple(range(nd - 1, -1, -1))) if nd > 1 else alias(self)
+
+
+def _mT_prop(self):
+    if self._data.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{self._data.ndim}-D tensor.")
+    return transpose(self, -2, -1)
+
+
+def swapaxes(self, axis0, axis1):
+    return transpose(self, axis0, axis1)
+
+
+_FUNCS = {
+    "view": view, "reshape": reshape, "view_as": view_as, "reshape_as": reshape_as,
+    "flatten": flatten, "unflatten": unflatten, "transpose": transpose, "t": t,
+    "permute": permute, "movedim": movedim, "moveaxis": movedim, "squeeze": squeeze,
+    "unsqueeze": unsqueeze, "expand": expand, "expand_as": expand_as,
+    "broadcast_to": broadcast_to, "narrow": narrow, "select": select, "unbind": unbind,
+    "split": split, "chunk": chunk, "diagonal": diagonal, "as_strided": as_strided,
+    "unfold": unfold, "detach": detach, "swapaxes": swapaxes, "swapdims": swapaxes,
+    "alias": alias,
+}
+_NO_FUNCTION = {"view", "view_as", "reshape_as", "expand", "expand_as", "unfold"}
+_NO_METHOD = {"alias"}
+
+for _name, _fn in _FUNCS.items():
+    register(OpDef(_name, VIEW, function=_name not in _NO_FUNCTION,
+                   method=_name not in _NO_METHOD), _fn)
+METHODS["detach_"] = detach_
+METHODS["squeeze_"] = lambda self, dim=None: _restride(self, squeeze(self, dim))
+METHODS["unsqueeze_"] = lambda self, dim: _restride(self, unsqueeze(self, dim))
+METHODS["t_"] = lambda self: _restride(self, t(self))
+METHODS["transpose_"] = lambda self, a, b: _restride(self, transpose(self, a, b))
+
+
+def _restride(self, v):
+    """In-place metadata ops (``t_``, ``unsqueeze_``): self takes the view's geometry."""
+    self._data = v._data
+    if v.grad_fn is not None:
+        self.grad_fn = v.grad_fn
+    return self
+
+
+T = property(_T_prop)
+mT = property(_mT_prop)

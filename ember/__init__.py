@@ -15,11 +15,14 @@ from .core.dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64,
                          can_cast as _can_cast, get_default_dtype, set_default_dtype)
 from .core.device import device  # noqa: F401
 from .core.tensor import Tensor, Size, is_tensor  # noqa: F401
+from .core.tensor import (memory_format, contiguous_format, preserve_format,  # noqa: F401
+                          channels_last, channels_last_3d)
 from .core.storage import Storage as UntypedStorage  # noqa: F401
 from .core.printing import set_printoptions, get_printoptions  # noqa: F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: F401
                                  inference_mode, is_grad_enabled, is_inference_mode_enabled)
 from . import ops as _ops
+from . import linalg  # noqa: F401,E402  (ember.linalg; also registers inverse, det, svd...)
 from .ops import registry as _registry
 from .ops.random import Generator, default_generator  # noqa: F401
 from . import cuda  # noqa: F401
@@ -81,8 +84,8 @@ def _install_operators():
         "__rshift__": F["bitwise_right_shift"],
         "__rrshift__": reflected(F["bitwise_right_shift"]),
         "__irshift__": M["bitwise_right_shift_"],
-        "__invert__": F["bitwise_not"], "__neg__": F["neg"], "__abs__": F["abs"],
-        "__pos__": lambda self: self,
+        "__invert__": F["_invert"], "__neg__": F["neg"], "__abs__": F["abs"],
+        "__pos__": F["positive"],
         "__eq__": comparison(F["eq"]), "__ne__": comparison(F["ne"]),
         "__lt__": comparison(F["lt"]), "__le__": comparison(F["le"]),
         "__gt__": comparison(F["gt"]), "__ge__": comparison(F["ge"]),
@@ -143,6 +146,10 @@ def _legacy(dt):
             return isinstance(obj, Tensor) and obj.dtype is dt
 
     def __new__(cls, *args, **kwargs):
+        if len(args) == 1 and isinstance(args[0], Tensor):  # shares memory, like torch's
+            if args[0].dtype is not dt:
+                raise TypeError(f"expected {dt} (got {args[0].dtype})")
+            return args[0].detach()
         if len(args) == 1 and not isinstance(args[0], builtins_int):
             return tensor(args[0], dtype=dt)
         return zeros(*args, dtype=dt)
@@ -197,3 +204,4 @@ _num_threads = None
 from . import autograd  # noqa: E402,F401
 from .autograd import tensor_methods as _tm  # noqa: E402
 _tm.install(Tensor)
+from . import nn  # noqa: E402,F401

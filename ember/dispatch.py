@@ -5,6 +5,8 @@ a short path for the common case (tensors of one dtype, no mode active). Other k
 `run_op`. Both end in `finish`, which wraps the backend result in a Tensor and, when grad
 mode is on and an input requires grad, records an autograd node (ember/autograd/graph.py).
 """
+import math
+
 import numpy as np
 
 from .core import dtype as D
@@ -70,15 +72,21 @@ def rule_to_bool(dt, name):
     return dt, D.bool_
 
 
+def not_implemented(kernel_name, dt):
+    """PyTorch's error for a dtype its kernel has no loop for (a NotImplementedError, which is
+    a RuntimeError); `kernel_name` is the name PyTorch's message gives, e.g. "abs_cpu"."""
+    return NotImplementedError(f'"{kernel_name}" not implemented for \'{torch_name(dt)}\'')
+
+
 def rule_integral(dt, name):
     if dt.is_floating_point:
-        raise RuntimeError(f'"{name}_cpu" not implemented for \'{torch_name(dt)}\'')
+        raise not_implemented(name + "_cpu", dt)
     return dt, dt
 
 
 def rule_no_bool(dt, name):
     if dt is D.bool_:
-        raise RuntimeError(f'"{name}_cpu" not implemented for \'Bool\'')
+        raise not_implemented(name + "_cpu", dt)
     return dt, dt
 
 
@@ -94,19 +102,78 @@ def _scalar_for(x, cdt):
     return x
 
 
+def checked_scalar(x, dt):
+    """A Python number converted where PyTorch checks that it fits `dt` (fill values, clamp
+    bounds, pow exponents): RuntimeError on overflow, like c10's checked_convert. Integers may
+    wrap into unsigned types down to -max; floats truncate toward zero; inf/nan never fit an
+    integral type; finite floats beyond a floating type's range do not fit it."""
+    if dt is D.bool_:
+        return bool(x)
+    if isinstance(x, bool):
+        return int(x)
+    if dt.is_floating_point:
+        if isinstance(x, (int, float)) and math.isfinite(x) and abs(x) > D.finfo(dt).max:
+            raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without "
+                               "overflow")
+        return x
+    info = np.iinfo(dt.np)
+    lo = -int(info.max) if info.min == 0 and isinstance(x, int) else int(info.min)
+    if not (isinstance(x, float) and not math.isfinite(x)) and lo <= x <= int(info.max):
+        return int(x)
+    raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without overflow")
+
+
+CPP_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
+             "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+             "float32": "float", "float64": "double"}
+
+
 def broadcast_error(values):
     shapes = [np.shape(v) for v in values]
     broadcast_shapes(*shapes)  # raises PyTorch's message
 
 
-def check_int_division(op, cdt, divisor):
-    if not cdt.is_floating_point and np.any(np.asarray(divisor) == 0):
+def check_int_division(op, cdt, dividend, divisor):
+    # an empty result divides nothing, so PyTorch does not raise then
+    if not cdt.is_floating_point and np.size(dividend) and np.any(np.asarray(divisor) == 0):
         raise RuntimeError("ZeroDivisionError")
+
+
+def cast_error(rdt, out_dt):
+    return RuntimeError(f"result type {torch_name(rdt)} can't be cast to the desired output "
+                        f"type {torch_name(out_dt)}")
+
+
+def check_out_shape(out, values):
+    """An in-place result must have self's shape: operands may broadcast to it, not beyond."""
+    try:
+        shape = np.broadcast_shapes(*[np.shape(v) for v in values])
+    except ValueError:
+        broadcast_error(values)
+        raise
+    if shape != out._data.shape:
+        raise RuntimeError(f"output with shape {list(out._data.shape)} doesn't match the "
+                           f"broadcast shape {list(shape)}")
+
+
+def check_overlap(t):
+    """Writing into a tensor whose elements share memory (an expanded one) is an error."""
+    a = t._data
+    if a.size > 1 and 0 in a.strides and any(n > 1 and st == 0
+                                             for n, st in zip(a.shape, a.strides)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to "
+                           "tensor refers to a single memory location. Please clone() the "
+                           "tensor before performing the operation.")
 
 
 def make_pointwise(op):
     """Generate the public function, and the in-place method, of a pointwise op."""
     kernel, ufunc, rule, name = op.kernel, op.ufunc, op.dtype_rule, op.name
+    precheck = getattr(op, "precheck", None)   # argument checks that need the raw operands
+    exact_scalar = getattr(op, "exact_scalar", False)
+    native_lowp = getattr(op, "native_lowp", False)
+    # comparisons and logical ops write their bools into a self of any dtype
+    bool_result = rule in (rule_compare, rule_to_bool)
     nin = len(op.inputs)
     errstate = op.errstate
     int_div = op.int_div_check
@@ -124,7 +191,7 @@ def make_pointwise(op):
         if cdt is d and not int_div and d not in LOWP:
             fast_dtype[d] = rdt
 
-    def compute(args, attrs):
+    def compute(args, attrs, out=None):
         values, metas = [], []
         for x in args:
             v, d, cat = operand(x)
@@ -132,20 +199,36 @@ def make_pointwise(op):
             metas.append((d, cat))
         pdt = (D.result_type_of([m for m in metas if m[1] >= 0]) if nin > 1
                else metas[0][0])
+        if precheck is not None:
+            precheck(values, metas, pdt, attrs)
+        if out is not None:
+            # in place, PyTorch checks shape, then dtype, before it looks for a kernel
+            check_out_shape(out, [v for v, m in zip(values, metas) if m[1] >= 0])
+            if not bool_result and not D.can_cast(pdt, out.dtype):
+                raise cast_error(pdt, out.dtype)
         cdt, rdt = rule(pdt, name)
-        kdt = D.float32 if cdt in LOWP else cdt   # low precision computes in float32
+        if out is not None and not D.can_cast(rdt, out.dtype):
+            raise cast_error(rdt, out.dtype)
+        # low precision computes in float32 (PyTorch's "opmath"), scalars rounded to it first
+        kdt = D.float32 if cdt in LOWP and not native_lowp else cdt
+        round_scalars = kdt is not cdt and not exact_scalar
         arrays = []
         for v, (d, cat) in zip(values, metas):
             if cat < 0:
                 arrays.append(None)
             elif cat == 2:
-                arrays.append(_scalar_for(v, kdt))
-            elif d is not kdt:
-                arrays.append(v.astype(kdt.np))
-            else:
+                arrays.append(float(np.asarray(v, cdt.np)) if round_scalars
+                              else _scalar_for(v, kdt))
+            elif d is kdt:
                 arrays.append(v)
+            elif kdt is not cdt and d is not cdt:
+                # PyTorch first converts operands to the common dtype (an int32 tensor with a
+                # float16 one: 70000 -> inf), then computes in float32
+                arrays.append(v.astype(cdt.np).astype(kdt.np))
+            else:
+                arrays.append(v.astype(kdt.np))
         if int_div:
-            check_int_division(op, cdt, arrays[1])
+            check_int_division(op, cdt, arrays[0], arrays[1])
         try:
             if errstate:
                 with np.errstate(all="ignore"):
@@ -164,9 +247,9 @@ def make_pointwise(op):
         if state.modes:
             return state.modes[-1].call(op, args, attrs, out)
         a0 = args[0]
-        if (nin == 1 and not attrs and isinstance(a0, Tensor) and ufunc is not None
-                and not errstate and a0.dtype in fast_dtype):
-            r = ufunc(a0._data)
+        if (nin == 1 and not attrs and not errstate and isinstance(a0, Tensor)
+                and a0.dtype in fast_dtype):
+            r = ufunc(a0._data) if ufunc is not None else kernel(np, a0._data)
             rdt = fast_dtype[a0.dtype]
         elif (nin == 2 and not attrs and ufunc is not None and not errstate
               and isinstance(a0, Tensor) and isinstance(args[1], Tensor)
@@ -197,15 +280,8 @@ def make_pointwise(op):
         if state.modes:
             return state.modes[-1].call_inplace(op, args, attrs)
         graph.check_inplace(self)
-        r, rdt = compute(args, attrs)
-        if not D.can_cast(rdt, self.dtype):
-            raise RuntimeError(f"result type {torch_name(rdt)} can't be cast to the desired "
-                               f"output type {torch_name(self.dtype)}")
-        if type(r) is not ndarray:
-            r = _asarray(r)
-        if r.shape != self._data.shape:
-            raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the "
-                               f"broadcast shape {list(r.shape)}")
+        check_overlap(self)
+        r, rdt = compute(args, attrs, self)
         needs_graph = state.enabled and op.grads and any(
             isinstance(x, Tensor) and x._requires_grad for x in args)
         old = graph.snapshot_for_inplace(op, self) if needs_graph else None

@@ -1,4 +1,6 @@
 """Anomaly detection: remember where each node was created, and fail loudly on NaN grads."""
+import warnings
+
 from .grad_mode import state
 
 
@@ -8,6 +10,8 @@ class detect_anomaly:
 
     def __init__(self, check_nan=True):
         self.check_nan = check_nan
+        warnings.warn("Anomaly Detection has been enabled. This mode will increase the runtime "
+                      "and should only be enabled for debugging.", UserWarning, stacklevel=2)
 
     def __enter__(self):
         self.prev = (state.anomaly, state.anomaly_check_nan)

@@ -11,11 +11,11 @@ import heapq
 import numpy as np
 
 from .grad_mode import state
-from .graph import AccumulateGrad, edge_of, anomaly_check
+from ..core.tensor import Tensor
+from .graph import AccumulateGrad, edge_of, anomaly_check, report_trace
 
 
 def _tensor_cls():
-    from ..core.tensor import Tensor
     return Tensor
 
 
@@ -34,31 +34,55 @@ def _fix_grad(node, i, g, meta):
     return g
 
 
+def _leaf_hooks(var, g):
+    """A leaf's ``register_hook`` hooks, in order; each may replace the gradient."""
+    for h in list(var._hooks):
+        r = h(g)
+        if r is not None:
+            g = _checked(h, g, r)
+    return g
+
+
+def _checked(hook, old, new):
+    """A tensor hook may replace the gradient, but not change its shape."""
+    if tuple(new.shape) != tuple(old.shape):
+        raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of "
+                           "value")
+    return new
+
+
 def _accumulate(node, g, owned, create_graph):
+    """Add `g` (its leaf hooks already applied) into the leaf's ``.grad``, with the
+    AccumulateGrad node's own hooks around it, in PyTorch's order."""
     var = node.variable
-    if var._hooks:
-        for h in list(var._hooks):
-            r = h(g)
+    if not var._requires_grad:   # requires_grad was turned off after the graph was built
+        return
+    if node._prehooks:
+        for h in list(node._prehooks):
+            r = h((g,))
             if r is not None:
-                g, owned = r, False
-    if var.grad is None:
+                g, owned = r[0], False
+    if var._grad is None:
         if create_graph:
-            var.grad = g
+            var._grad = g
         elif owned and g._base is None and g._data.strides == var._data.strides and \
                 g.grad_fn is None:
-            var.grad = g
+            var._grad = g
         else:
             arr = np.empty_like(var._data)
             np.copyto(arr, g._data, casting="unsafe")
-            var.grad = _tensor_cls()._make(arr, var.dtype)
-    elif create_graph or var.grad._requires_grad:
-        var.grad = var.grad + g
+            var._grad = _tensor_cls()._make(arr, var.dtype)
+    elif create_graph or var._grad._requires_grad:
+        var._grad = var._grad + g
     else:
-        np.add(var.grad._data, g._data, out=var.grad._data, casting="unsafe")
-        var.grad._bump_version()
+        np.add(var._grad._data, g._data, out=var._grad._data, casting="unsafe")
+        var._grad._bump_version()
     if var._post_acc_hooks:
         for h in list(var._post_acc_hooks):
             h(var)
+    if node._hooks:
+        for h in list(node._hooks):
+            h((), (g,))
 
 
 def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
@@ -118,6 +142,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
             buf = buffers.pop(node, {})
             owned = owned_flags.pop(node, {})
             grads = _call_tensor_prehooks(node, buf)
+            if type(node) is AccumulateGrad and node.variable._hooks and 0 in grads:
+                g = _leaf_hooks(node.variable, grads[0])
+                if g is not grads[0]:
+                    grads[0], owned[0] = g, False
             if inputs is not None:
                 for nr, g in grads.items():
                     for k in targets.get((node, nr), ()):
@@ -189,7 +217,7 @@ def _call_tensor_prehooks(node, buf):
                 for h in list(hooks):
                     r = h(buf[nr])
                     if r is not None:
-                        buf[nr] = r
+                        buf[nr] = _checked(h, buf[nr], r)
     if node._retain_prehooks:
         for nr, hooks in node._retain_prehooks.items():
             if nr in buf:
@@ -211,10 +239,8 @@ def _run_node(node, buf, create_graph):
     try:
         outs = node.apply(grads)
     except Exception:
-        if state.anomaly and node._trace:
-            import sys
-            print("Traceback of forward call that caused the error:\n" + "".join(node._trace),
-                  file=sys.stderr)
+        if state.anomaly:
+            report_trace(node)
         raise
     Tensor = _tensor_cls()
     fixed = []
@@ -270,13 +296,21 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
         grad_tensors = (grad_tensors,)
     if retain_graph is None:
         retain_graph = create_graph
+    if create_graph:
+        import warnings
+        warnings.warn("Using backward() with create_graph=True will create a reference cycle "
+                      "between the parameter and its gradient which can cause a memory leak. We "
+                      "recommend using autograd.grad when creating the graph to avoid this. If "
+                      "you have to use this function, make sure to reset the .grad fields of "
+                      "your parameters to None after use to break the cycle and avoid the leak.",
+                      UserWarning, stacklevel=3)
     grads = _make_grads(tensors, grad_tensors, create_graph)
     if inputs is not None:
         if isinstance(inputs, Tensor):
             inputs = (inputs,)
         inputs = tuple(inputs)
         if not inputs:
-            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+            raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
         got = run_backward(tensors, grads, retain_graph, create_graph, inputs=inputs,
                            accumulate=False)
         for t, g in zip(inputs, got):
@@ -286,7 +320,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
                 from .graph import edge_of as _e
                 _accumulate(_e(t)[0], g, False, create_graph)
             else:
-                t.grad = g.detach() if t.grad is None else t.grad + g.detach()
+                t._grad = g.detach() if t._grad is None else t._grad + g.detach()
         return
     run_backward(tensors, grads, retain_graph, create_graph)
 
@@ -304,10 +338,16 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         grad_outputs = (None,) * len(outputs)
     elif isinstance(grad_outputs, Tensor):
         grad_outputs = (grad_outputs,)
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads="
+                         "True, but got: allow_unused=False.")
     if allow_unused is None:
         allow_unused = materialize_grads
     if retain_graph is None:
         retain_graph = create_graph
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     for t in inputs:
         if not t._requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
@@ -315,16 +355,46 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     got = run_backward(outputs, gos, retain_graph, create_graph, inputs=inputs,
                        accumulate=False)
     result = []
-    for t, g in zip(inputs, got):
+    for k, (t, g) in enumerate(zip(inputs, got)):
         if g is None:
             if materialize_grads:
                 from ..ops.creation import zeros_like
-                g = zeros_like(t)
+                # like PyTorch: with create_graph the zeros are a leaf that requires grad
+                g = zeros_like(t, requires_grad=bool(create_graph))
             elif not allow_unused:
-                raise RuntimeError("One of the differentiated Tensors appears to not have been "
-                                   "used in the graph. Set allow_unused=True if this is the "
+                raise RuntimeError(f"The differentiated Tensor at index {k} appears to not have "
+                                   "been used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
         elif not create_graph:
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``is_grads_batched=True``: the first dim of every grad_output indexes independent
+    vector-Jacobian products; results are stacked along a new first dim."""
+    from .. import stack
+    n = grad_outputs[0].shape[0]
+    rows = [grad(outputs, inputs, tuple(g[i] for g in grad_outputs), retain_graph=True,
+                 create_graph=create_graph, allow_unused=allow_unused,
+                 materialize_grads=materialize_grads) for i in range(n)]
+    if not retain_graph:
+        for o in outputs:
+            if o.grad_fn is not None:
+                _release_graph(o.grad_fn)
+    return tuple(None if any(r[k] is None for r in rows) else stack([r[k] for r in rows])
+                 for k in range(len(inputs)))
+
+
+def _release_graph(root):
+    seen, stack_ = {root}, [root]
+    while stack_:
+        node = stack_.pop()
+        node.release()
+        for nxt, _ in node.next_functions:
+            if nxt is not None and nxt not in seen:
+                seen.add(nxt)
+                stack_.append(nxt)
+

@@ -52,12 +52,15 @@ class FunctionCtx(Node):
 
     def apply(self, grads):
         cls = self._cls
+        # one grad per output, even for outputs no gradient reached
+        grads = tuple(grads) + (None,) * (len(self._out_meta) - len(grads))
         if self._materialize:
             from ..ops.creation import zeros
-            grads = tuple(g if g is not None else zeros(shape, dtype=dt)
-                          for g, (shape, dt) in zip(grads + (None,) * (
-                              len(self._out_meta) - len(grads)), self._out_meta))
-        result = cls.backward(self, *grads)
+            grads = tuple(g if g is not None or dt is None else zeros(shape, dtype=dt)
+                          for g, (shape, dt) in zip(grads, self._out_meta))
+        # a Function may define `vjp` instead of `backward`
+        bw = cls.vjp if cls.backward is Function.backward else cls.backward
+        result = bw(self, *grads)
         if not isinstance(result, tuple):
             result = (result,)
         n = len(self._arg_is_tensor)
@@ -70,12 +73,13 @@ class FunctionCtx(Node):
                 raise RuntimeError(f"function {type(self).__name__} returned an incorrect number "
                                    f"of gradients (expected {n}, got {len(result)})")
         out = []
-        for is_t, r in zip(self._arg_is_tensor, result):
+        for i, (is_t, r) in enumerate(zip(self._arg_is_tensor, result)):
             if is_t:
                 out.append(r)
             elif r is not None:
                 raise RuntimeError(f"function {type(self).__name__} returned a gradient "
-                                   "different than None at a position of a non-tensor input")
+                                   f"different than None at position {i + 1}, but the "
+                                   "corresponding forward input was not a Variable")
         return tuple(out)
 
     def release(self):
@@ -109,7 +113,11 @@ class Function(metaclass=FunctionMeta):
                                   "your custom autograd.Function to use it with backward mode "
                                   "AD.")
 
-    vjp = backward
+    @staticmethod
+    def vjp(ctx, *grad_outputs):
+        raise NotImplementedError("You must implement either the backward or vjp method for "
+                                  "your custom autograd.Function to use it with backward mode "
+                                  "AD.")
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -173,9 +181,36 @@ class Function(metaclass=FunctionMeta):
 
 
 def once_differentiable(fn):
-    """Mark a Function's backward as not itself differentiable (it runs without recording)."""
+    """Mark a Function's backward as not itself differentiable: it runs without recording,
+    and when its inputs require grad (``create_graph``) its outputs lead to a node that
+    refuses to be differentiated, so a double backward fails loudly instead of being wrong."""
     @functools.wraps(fn)
     def wrapper(ctx, *args):
+        from ..core.tensor import Tensor
         with no_grad():
-            return fn(ctx, *args)
+            outputs = fn(ctx, *args)
+        req = [a for a in args if isinstance(a, Tensor) and a._requires_grad]
+        if not state.enabled or not req:
+            return outputs
+        node = _DelayedError.__new__(_DelayedError)
+        node._setup(tuple(edge_of(a) for a in req), tuple((a._data.shape, a.dtype) for a in req))
+        single = not isinstance(outputs, tuple)
+        wrapped = []
+        for i, o in enumerate((outputs,) if single else outputs):
+            if isinstance(o, Tensor) and o.dtype.is_floating_point:
+                o = Tensor._make(o._data, o.dtype)   # an alias: `o` may be one of the args
+                o.grad_fn, o._requires_grad, o._output_nr = node, True, i
+            wrapped.append(o)
+        return wrapped[0] if single else tuple(wrapped)
     return wrapper
+
+
+class _DelayedError(Node):
+    __slots__ = ()
+
+    def apply(self, grads):
+        raise RuntimeError("trying to differentiate twice a function that was marked with "
+                           "@once_differentiable")
+
+
+_DelayedError.__name__ = "DelayedError"

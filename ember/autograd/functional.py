@@ -1,69 +1,130 @@
-"""Higher-level derivatives built on autograd.grad: jacobian, hessian, vjp, jvp."""
+"""Higher-level derivatives built on autograd.grad: jacobian, hessian, vjp, jvp, vhp, hvp.
+
+Each works on a function of one tensor or a tuple of tensors and returns results shaped like
+PyTorch's ``torch.autograd.functional``: a single tensor in, a single tensor out; tuples in,
+tuples out. Outputs that do not depend on an input get zeros (an error with ``strict=True``).
+"""
 from .engine import grad as _grad
 
 
 def _tuple(x):
-    return (x, False) if isinstance(x, tuple) else ((x,), True)
+    """(tuple of tensors, was it a single tensor)."""
+    return (tuple(x), False) if isinstance(x, (tuple, list)) else ((x,), True)
+
+
+def _prep(inputs, create_graph):
+    """Fresh leaves to differentiate with respect to; with create_graph, inputs that already
+    require grad stay connected to their graph (so the result is differentiable)."""
+    return tuple(x.view_as(x) if create_graph and x.requires_grad else
+                 x.detach().requires_grad_() for x in inputs)
+
+
+def _grads(outputs, inputs, grad_outputs, create_graph, retain_graph=None):
+    """autograd.grad that tolerates outputs not requiring grad (they contribute nothing)."""
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o.requires_grad]
+    if not pairs:
+        return (None,) * len(inputs)
+    return _grad([o for o, _ in pairs], inputs, [g for _, g in pairs],
+                 retain_graph=retain_graph, create_graph=create_graph, allow_unused=True)
+
+
+def _fill(grads, like, strict, message):
+    from ..ops.creation import zeros_like
+    out = []
+    for i, (g, x) in enumerate(zip(grads, like)):
+        if g is None:
+            if strict:
+                raise RuntimeError(message.format(i))
+            g = zeros_like(x)
+        out.append(g)
+    return tuple(out)
+
+
+def _finish(xs, create_graph):
+    return tuple(x if create_graph else x.detach() for x in xs)
+
+
+def _check_v(v, outs, what):
+    from ..core.tensor import Tensor
+    if v is None:
+        if len(outs) != 1 or outs[0].numel() != 1:
+            raise RuntimeError(f"The vector v can only be None if the {what} a single Tensor "
+                               "with a single element.")
+        from ..ops.creation import ones_like
+        return (ones_like(outs[0]),)
+    vs, _ = _tuple(v)
+    for a, b in zip(vs, outs):
+        if not isinstance(a, Tensor) or tuple(a.shape) != tuple(b.shape):
+            raise RuntimeError(f"v has invalid size: should be {b.shape} but got "
+                               f"{getattr(a, 'shape', None)}.")
+    return vs
 
 
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product."""
     ins, single = _tuple(inputs)
-    ins = tuple(x.detach().requires_grad_() for x in ins)
+    ins = _prep(ins, create_graph)
     out = func(*ins)
     outs, out_single = _tuple(out)
-    vs = None if v is None else _tuple(v)[0]
-    gs = _grad(outs, ins, vs, create_graph=create_graph, allow_unused=True,
-               materialize_grads=True)
-    res = tuple(g if create_graph else g.detach() for g in gs)
-    o = out if create_graph else (out.detach() if not isinstance(out, tuple)
-                                  else tuple(x.detach() for x in out))
-    return o, (res[0] if single else res)
+    vs = _check_v(v, outs, "user-provided function returns")
+    gs = _fill(_grads(outs, ins, vs, create_graph), ins, strict,
+               "The output of the user-provided function is independent of input {}. This is "
+               "not allowed in strict mode.")
+    res = _finish(gs, create_graph)
+    o = _finish(outs, create_graph)
+    return (o[0] if out_single else o), (res[0] if single else res)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
-    """(func(inputs), J v), computed with the double-vjp trick."""
+    """(func(inputs), J v), computed with the double-vjp trick: J v = d(u^T J)/du . v."""
     from ..ops.creation import zeros_like
     ins, single = _tuple(inputs)
-    ins = tuple(x.detach().requires_grad_() for x in ins)
-    out = func(*ins)
-    outs, out_single = _tuple(out)
+    vs = _check_v(v, ins, "input to the user-provided function is")
+    ins = _prep(ins, create_graph)
+    outs, out_single = _tuple(func(*ins))
     us = tuple(zeros_like(o).requires_grad_() for o in outs)
-    gs = _grad(outs, ins, us, create_graph=True, allow_unused=True, materialize_grads=True)
-    vs = _tuple(v)[0] if v is not None else tuple(zeros_like(x) + 1 for x in ins)
-    jv = _grad(gs, us, vs, create_graph=create_graph, allow_unused=True,
-               materialize_grads=True)
-    jv = tuple(j if create_graph else j.detach() for j in jv)
-    o = tuple(x.detach() for x in outs)
+    gs = _grads(outs, ins, us, create_graph=True)
+    pairs = [(g, w) for g, w in zip(gs, vs) if g is not None and g.requires_grad]
+    jv = (None,) * len(outs) if not pairs else _grad(
+        [g for g, _ in pairs], us, [w for _, w in pairs], create_graph=create_graph,
+        allow_unused=True)
+    jv = _finish(_fill(jv, outs, strict, "The output of the user-provided function is "
+                                          "independent of input {}. This is not allowed in "
+                                          "strict mode."), create_graph)
+    o = _finish(outs, create_graph)
     return (o[0] if out_single else o), (jv[0] if out_single else jv)
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian of `func` at `inputs` (one backward per output element)."""
-    from ..ops.creation import zeros_like
+    from ..ops.creation import zeros
     from .. import stack
     ins, single = _tuple(inputs)
-    ins = tuple(x.detach().requires_grad_() for x in ins)
-    out = func(*ins)
-    outs, out_single = _tuple(out)
+    ins = _prep(ins, create_graph)
+    outs, out_single = _tuple(func(*ins))
     result = []
-    for o in outs:
+    for i, o in enumerate(outs):
         rows = [[] for _ in ins]
         flat = o.reshape(-1)
-        for i in range(flat.numel()):
-            gs = _grad((flat[i],), ins, retain_graph=True, create_graph=create_graph,
-                       allow_unused=True, materialize_grads=True)
-            for k, g in enumerate(gs):
-                rows[k].append(g if create_graph else g.detach())
+        for k in range(flat.numel()):
+            gs = _grads((flat[k],), ins, (None,), create_graph, retain_graph=True)
+            for j, g in enumerate(gs):
+                if g is None and strict:
+                    raise RuntimeError(f"Output {i} of the user-provided function is "
+                                       f"independent of input {j}. This is not allowed in "
+                                       "strict mode.")
+                rows[j].append(g)
         per_in = []
-        for k, x in enumerate(ins):
-            if rows[k]:
-                j = stack(rows[k]).reshape(tuple(o.shape) + tuple(x.shape))
+        for j, x in enumerate(ins):
+            shape = tuple(o.shape) + tuple(x.shape)
+            if rows[j] and all(g is not None for g in rows[j]):
+                jac = stack(rows[j]).reshape(shape)
             else:
-                j = zeros_like(x).reshape((0,) + tuple(x.shape))
-                j = j.reshape(tuple(o.shape) + tuple(x.shape))
-            per_in.append(j)
+                filled = [g if g is not None else zeros(tuple(x.shape), dtype=x.dtype)
+                          for g in rows[j]]
+                jac = stack(filled).reshape(shape) if filled else zeros(shape, dtype=x.dtype)
+            per_in.append(jac if create_graph else jac.detach())
         result.append(per_in[0] if single else tuple(per_in))
     return result[0] if out_single else tuple(result)
 
@@ -73,8 +134,41 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
     """The Hessian of a scalar function `func` at `inputs`."""
     ins, single = _tuple(inputs)
 
-    def grad_fn(*xs):
+    def gradient(*xs):
         out = func(*xs)
-        gs = _grad((out,), xs, create_graph=True, allow_unused=True, materialize_grads=True)
+        if out.numel() != 1:
+            raise RuntimeError("The function given to hessian should return a single Tensor "
+                               "with a single element.")
+        gs = _fill(_grads((out,), xs, (None,), create_graph=True), xs, strict,
+                   "The output of the user-provided function is independent of input {}. This "
+                   "is not allowed in strict mode.")
         return gs[0] if single else gs
-    return jacobian(grad_fn, inputs, create_graph=create_graph)
+    return jacobian(gradient, inputs, create_graph=create_graph, strict=strict)
+
+
+def vhp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), v^T H) for a scalar function: a vjp of its gradient."""
+    ins, single = _tuple(inputs)
+    vs = _check_v(v, ins, "input to the user-provided function is")
+    ins = _prep(ins, create_graph)
+    out = func(*ins)
+    if out.numel() != 1:
+        raise RuntimeError("The function given to vhp should return a single Tensor with a "
+                           "single element.")
+    gs = _fill(_grads((out,), ins, (None,), create_graph=True), ins, strict,
+               "The output of the user-provided function is independent of input {}. This is "
+               "not allowed in strict mode.")
+    pairs = [(g, w) for g, w in zip(gs, vs) if g.requires_grad]
+    res = (None,) * len(ins) if not pairs else _grad(
+        [g for g, _ in pairs], ins, [w for _, w in pairs], create_graph=create_graph,
+        allow_unused=True)
+    res = _finish(_fill(res, ins, strict, "The Jacobian of the user-provided function is "
+                                          "independent of input {}. This is not allowed in "
+                                          "strict mode."), create_graph)
+    return (out if create_graph else out.detach()), (res[0] if single else res)
+
+
+def hvp(func, inputs, v=None, create_graph=False, strict=False):
+    """(func(inputs), H v); the Hessian of a twice-differentiable function is symmetric, so
+    this equals ``vhp``."""
+    return vhp(func, inputs, v, create_graph=create_graph, strict=strict)

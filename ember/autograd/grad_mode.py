@@ -5,6 +5,7 @@ mode (no version bumps, no view tracking, results are inference tensors); `state
 is the stack of dispatch modes (tracing, autocast, profiling) — empty on the hot path.
 """
 import functools
+import inspect
 import threading
 
 
@@ -29,11 +30,14 @@ def is_inference_mode_enabled():
 
 
 class _DecoratorContextManager:
-    """Base for grad-mode contexts that also work as decorators."""
+    """Base for grad-mode contexts that also work as decorators (generators included: the
+    mode is entered around each step, so the caller's mode applies between steps)."""
 
     def __call__(self, fn):
         if isinstance(fn, type):
             raise TypeError("grad-mode decorators apply to functions, not classes")
+        if inspect.isgeneratorfunction(fn):
+            return self._wrap_generator(fn)
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
@@ -41,11 +45,41 @@ class _DecoratorContextManager:
                 return fn(*args, **kwargs)
         return wrapper
 
+    def _wrap_generator(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            gen = fn(*args, **kwargs)
+            step, value = gen.send, None
+            while True:
+                try:
+                    with self.clone():
+                        out = step(value)
+                except StopIteration as stop:
+                    return stop.value
+                try:
+                    value, step = (yield out), gen.send
+                except GeneratorExit:
+                    with self.clone():
+                        gen.close()
+                    raise
+                except BaseException as e:  # noqa: BLE001 - forwarded into the generator
+                    value, step = e, gen.throw
+        return wrapper
+
     def clone(self):
         return self.__class__()
 
 
-class no_grad(_DecoratorContextManager):
+class _NoParamDecorator(_DecoratorContextManager):
+    """Also usable bare: ``@ember.no_grad`` as well as ``@ember.no_grad()``."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+
+class no_grad(_NoParamDecorator):
     """Disable graph recording: ``with ember.no_grad(): y = x * 2`` gives ``y.requires_grad == False``."""
 
     def __init__(self):
@@ -59,7 +93,7 @@ class no_grad(_DecoratorContextManager):
         state.enabled = self.prev
 
 
-class enable_grad(_DecoratorContextManager):
+class enable_grad(_NoParamDecorator):
     """Re-enable graph recording inside a ``no_grad`` region."""
 
     def __enter__(self):
@@ -78,6 +112,10 @@ class set_grad_enabled(_DecoratorContextManager):
         self.mode = bool(mode)
         state.enabled = self.mode
 
+    def __call__(self, fn):
+        state.enabled = self.prev   # used as a decorator: the mode applies inside calls only
+        return super().__call__(fn)
+
     def __enter__(self):
         pass
 
@@ -92,13 +130,13 @@ class inference_mode(_DecoratorContextManager):
     """Like ``no_grad`` and cheaper: tensors made inside are inference tensors, which autograd
     refuses to record later. ``inference_mode(False)`` is a no-op region."""
 
+    def __new__(cls, mode=True):
+        if callable(mode):   # bare ``@inference_mode``
+            return cls()(mode)
+        return super().__new__(cls)
+
     def __init__(self, mode=True):
         self.mode = bool(mode)
-
-    def __call__(self, fn=None):
-        if isinstance(fn, bool):
-            return inference_mode(fn)
-        return super().__call__(fn)
 
     def __enter__(self):
         self.prev = (state.enabled, state.inference)

@@ -17,26 +17,24 @@ class GradcheckError(RuntimeError):
 
 
 def _numerical_jacobian(func, inputs, diff_idx, eps):
-    """J[k][j][i] = d out_j[i] / d input_k[flat position] by central differences."""
-    from ..autograd.grad_mode import no_grad
+    """J[k][p][j] = d out_j / d input_k[p] (p in logical order) by central differences.
+
+    The function runs with grad mode as the caller has it (gradgradcheck's function calls
+    autograd.grad itself); each input is perturbed in place through its own strides, so
+    non-contiguous inputs work."""
     jac = []
-    with no_grad():
-        for k in diff_idx:
-            x = inputs[k]
-            cols = []
-            flat = x._data.reshape(-1) if x._data.flags.c_contiguous else None
-            if flat is None:
-                raise ValueError("gradcheck needs contiguous inputs to perturb; pass "
-                                 "x.contiguous()")
-            for p in range(flat.size):
-                orig = flat[p]
-                flat[p] = orig + eps
-                plus = [o._data.astype(np.float64).copy() for o in _flat_outputs(func, inputs)]
-                flat[p] = orig - eps
-                minus = [o._data.astype(np.float64).copy() for o in _flat_outputs(func, inputs)]
-                flat[p] = orig
-                cols.append([(a - b).reshape(-1) / (2 * eps) for a, b in zip(plus, minus)])
-            jac.append(cols)
+    for k in diff_idx:
+        x = inputs[k]._data
+        cols = []
+        for p in np.ndindex(x.shape):
+            orig = x[p].copy()
+            x[p] = orig + eps
+            plus = [o._data.astype(np.float64) for o in _flat_outputs(func, inputs)]
+            x[p] = orig - eps
+            minus = [o._data.astype(np.float64) for o in _flat_outputs(func, inputs)]
+            x[p] = orig
+            cols.append([(a - b).reshape(-1) / (2 * eps) for a, b in zip(plus, minus)])
+        jac.append(cols)
     return jac
 
 
@@ -49,7 +47,7 @@ def _analytic_jacobian(func, inputs, diff_idx):
         rows = []
         for i in range(o._data.size):
             go = zeros_like(o)
-            go._data.reshape(-1)[i] = 1
+            go._data[np.unravel_index(i, go._data.shape)] = 1   # go may be non-contiguous
             gs = autograd_grad((o,), tuple(inputs[k] for k in diff_idx), (go,),
                                retain_graph=True, allow_unused=True)
             rows.append([np.zeros(inputs[k]._data.size) if g is None else

@@ -6,26 +6,30 @@ had when saved. `next_functions` points at the producers of the inputs: other no
 `AccumulateGrad` for a leaf. Saving an op's own output keeps a detached alias, never the
 output itself, so a graph nobody references is freed by reference counting alone.
 """
-import sys
+import os
+import re
 import traceback
 import weakref
 
 import numpy as np
 
 from .grad_mode import state
+from ..core.tensor import Tensor
 
 
 class Node:
     """A backward function in the graph (PyTorch's ``grad_fn``)."""
     __slots__ = ("next_functions", "_input_meta", "_hooks", "_prehooks", "_tensor_prehooks",
-                 "_retain_prehooks", "_trace", "_seq", "__weakref__")
+                 "_retain_prehooks", "_trace", "_seq", "_base_fn", "__weakref__")
     _counter = [0]
 
     def _setup(self, edges, meta):
         self.next_functions = edges
         self._input_meta = meta
         self._hooks = self._prehooks = self._tensor_prehooks = self._retain_prehooks = None
-        self._trace = traceback.format_stack()[:-3] if state.anomaly else None
+        # for a view's node: the base's grad_fn when the view was made (see edge_of)
+        self._base_fn = _UNTRACKED
+        self._trace = _forward_trace() if state.anomaly else None
         Node._counter[0] += 1
         self._seq = Node._counter[0]
 
@@ -103,16 +107,21 @@ class AccumulateGrad(Node):
         return ()
 
 
+_UNTRACKED = object()   # Node._base_fn of nodes that are not views' nodes
+_INFERENCE_SAVED = (
+    "Inference tensors cannot be saved for backward. Please do not use Tensors created in "
+    "inference mode in computation tracked by autograd. To work around this, you can make a "
+    "clone to get a normal tensor and use it in autograd, or use `ember.no_grad()` instead of "
+    "`ember.inference_mode()`.")
+
+
 class SavedTensor:
     """A tensor kept for backward, with the version it had when it was saved."""
     __slots__ = ("tensor", "version", "is_output", "released")
 
     def __init__(self, tensor, is_output):
         if tensor._inference:
-            raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
-                               "you can make a clone to get a normal tensor and use it in "
-                               "autograd.")
-        from ..core.tensor import Tensor
+            raise RuntimeError(_INFERENCE_SAVED)
         if is_output:
             storage = tensor._storage_obj()
             alias = Tensor._make(tensor._data, tensor.dtype)
@@ -137,17 +146,18 @@ class SavedTensor:
         t = self.tensor
         if t._version != self.version:
             from ..dispatch import torch_name
-            kind = f"output {t._output_nr} of {node.name()}" if self.is_output else (
-                f"output {t._output_nr} of {t.grad_fn.name()}" if t.grad_fn is not None
-                else "a leaf Variable")
+            # PyTorch names the producer without "Backward0": the saving node for an output,
+            # the tensor's current grad_fn for an input; leaves get no clause
+            producer = node if self.is_output else t.grad_fn
+            which = "" if producer is None else \
+                f", which is output {t._output_nr} of {_op_name(producer)},"
             raise RuntimeError(
                 "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [ember.{torch_name(t.dtype)}Tensor {list(t._data.shape)}], "
-                f"which is {kind}, is at version {t._version}; expected version {self.version} "
+                f"inplace operation: [ember.{torch_name(t.dtype)}Tensor {list(t._data.shape)}]"
+                f"{which} is at version {t._version}; expected version {self.version} "
                 "instead. Hint: enable anomaly detection to find the operation that failed to "
                 "compute its gradient, with ember.autograd.set_detect_anomaly(True).")
         if self.is_output:
-            from ..core.tensor import Tensor
             alias = Tensor._make(t._data, t.dtype)
             alias._storage = t._storage
             alias.grad_fn = node
@@ -155,6 +165,11 @@ class SavedTensor:
             alias._output_nr = t._output_nr
             return alias
         return t
+
+
+def _op_name(node):
+    """``MulBackward0`` -> ``Mul`` (how PyTorch names a node in error messages)."""
+    return re.sub(r"Backward\d*$", "", node.name())
 
 
 class OpNode(Node):
@@ -216,8 +231,12 @@ def node_class(op):
 
 def edge_of(t):
     """The (node, output_nr) a gradient for tensor `t` must flow into, or (None, 0)."""
-    if t.grad_fn is not None:
-        return (t.grad_fn, t._output_nr)
+    fn = t.grad_fn
+    if fn is not None:
+        base_fn = fn._base_fn
+        if base_fn is not _UNTRACKED and t._base is not None and base_fn is not t._base.grad_fn:
+            fn = _refresh_view(t)
+        return (fn, t._output_nr)
     if t._requires_grad:
         ref = t._grad_acc
         acc = ref() if ref is not None else None
@@ -231,14 +250,11 @@ def edge_of(t):
 def _check_inference(args):
     for x in args:
         if getattr(x, "_inference", False):
-            raise RuntimeError("Inference tensors cannot be saved for backward. To work around "
-                               "you can make a clone to get a normal tensor and use it in "
-                               "autograd.")
+            raise RuntimeError(_INFERENCE_SAVED)
 
 
 def make_node(op, args, attrs, result, inputs_for_save=None):
     """Build the node for one call of `op`; `args` are its inputs in OpDef.inputs order."""
-    from ..core.tensor import Tensor
     cls = node_class(op)
     node = cls.__new__(cls)
     edges, meta, needs = [], [], []
@@ -274,9 +290,27 @@ def make_node(op, args, attrs, result, inputs_for_save=None):
     return node
 
 
+def _refresh_view(t):
+    """Its base was modified in place after view `t` was made, so `t`'s node reads stale
+    history: `t` now reads its elements out of the base's current history (PyTorch regenerates
+    such a view's grad_fn as an AsStridedBackward0 the same way)."""
+    from .views import view_index
+    from ..ops.view import _GATHER
+    base = t._base
+    idx = view_index(base, t)
+    node = make_node(_GATHER, (base,), {"shape": base._data.shape,
+                                        "view_fn": lambda a, _i=idx: a.reshape(-1)[_i]}, t)
+    node._base_fn = base.grad_fn
+    t.grad_fn = node
+    t._output_nr = 0
+    return node
+
+
 def record(op, args, result, attrs):
     """Attach a node for `op` to `result` (called by dispatch when an input requires grad)."""
     node = make_node(op, args, attrs, result)
+    if result._base is not None:
+        node._base_fn = result._base.grad_fn
     result.grad_fn = node
     result._requires_grad = True
     for k, v in node._saved.items():
@@ -299,11 +333,15 @@ def record_multi(op, args, results, attrs):
 
 def check_inplace(t):
     """PyTorch's refusals before an in-place op touches `t`."""
-    if state.enabled and t._requires_grad and t.grad_fn is None and not state.inference:
+    if state.enabled and t._requires_grad and not state.inference:
         base = t._base
-        if base is None or base.grad_fn is None:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                               "operation.")
+        if t.grad_fn is None:
+            if base is None or base.grad_fn is None:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                                   "in-place operation.")
+        elif base is not None and base.grad_fn is None and base._requires_grad:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
     if t._inference and not state.inference:
         raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not "
                            "allowed.You can make a clone to get a normal tensor before doing "
@@ -314,12 +352,10 @@ def check_inplace(t):
 def snapshot_for_inplace(op, t):
     """A copy of `t` as it was, if the op's derivative reads its original value."""
     if any("self" in op.saves.get(i, ()) for i in op.inputs):
-        from ..core.tensor import Tensor
         c = Tensor._make(t._data.copy(), t.dtype)
         if t._requires_grad:
             c._requires_grad = True
-            c.grad_fn = t.grad_fn
-            c._output_nr = t._output_nr
+            c.grad_fn, c._output_nr = edge_of(t)
         return c
     return None
 
@@ -334,6 +370,7 @@ def record_inplace(op, args, t, attrs, old):
     src = (old if old is not None else args[0],) + tuple(args[1:])
     # edges must point at t's history *before* this op
     node = make_node(op, src, attrs, t, inputs_for_save=src)
+    saved_before_bump(node, t)
     t.grad_fn = node
     t._requires_grad = True
     t._output_nr = 0
@@ -342,20 +379,43 @@ def record_inplace(op, args, t, attrs, old):
             node._saved[k] = SavedTensor(t, True)
 
 
+def saved_before_bump(node, t):
+    """Inputs saved by an in-place op on `t` were saved *before* it wrote (as in PyTorch):
+    one that shares t's storage (``y.mul_(y.detach())``) must remember the older version, so
+    backward sees that the op overwrote it."""
+    st = t._storage
+    for v in node._saved.values():
+        if type(v) is SavedTensor and not v.is_output and v.tensor._storage is st:
+            v.version -= 1
+
+
 def _needs_view_rebase(args):
-    from ..core.tensor import Tensor
     return any(isinstance(x, Tensor) and x._requires_grad for x in args[1:])
 
 
 def anomaly_check(node, grads):
+    """In anomaly mode: a backward function that returned NaN fails, naming itself."""
     if not state.anomaly or not state.anomaly_check_nan:
         return
-    from ..core.tensor import Tensor
     for i, g in enumerate(grads):
-        if isinstance(g, Tensor) and g.dtype.is_floating_point and not np.all(
-                np.isfinite(g._data)):
-            if node._trace:
-                print("Traceback of forward call that caused the error:\n" +
-                      "".join(node._trace), file=sys.stderr)
+        if isinstance(g, Tensor) and g.dtype.is_floating_point and np.isnan(g._data).any():
+            report_trace(node)
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                "output.")
+
+
+def report_trace(node):
+    """Warn with the forward traceback kept by a node made in anomaly mode (as PyTorch does)."""
+    if node._trace:
+        import warnings
+        warnings.warn(f"Error detected in {node.name()}. Traceback of forward call that caused "
+                      "the error:\n" + "".join(node._trace), UserWarning, stacklevel=2)
+
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _forward_trace():
+    """The caller's stack where a node is made, without ember's own frames."""
+    frames = [f for f in traceback.extract_stack() if not f.filename.startswith(_EMBER_DIR)]
+    return traceback.format_list(frames)

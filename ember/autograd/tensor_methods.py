@@ -46,10 +46,10 @@ def retain_grad(self):
         t = ref()
         if t is None:
             return
-        if t.grad is None:
-            t.grad = g.detach().clone() if not g._requires_grad else g.clone()
+        if t._grad is None:
+            t._grad = g.detach().clone() if not g._requires_grad else g.clone()
         else:
-            t.grad = t.grad + g.detach()
+            t._grad = t._grad + g.detach()
     self.grad_fn._add_tensor_prehook(self._output_nr, store, retain=True)
     self._retains_grad = True
 

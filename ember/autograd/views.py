@@ -6,7 +6,7 @@ gets a node that reads its slice back out of the base's new history.
 """
 import numpy as np
 
-from .graph import Node, make_node, edge_of, SavedTensor
+from .graph import Node, make_node, edge_of, SavedTensor, saved_before_bump
 
 
 def _positions(t):
@@ -61,6 +61,7 @@ def rebase_view(op, args, t, attrs, old):
     base = t._base
     src = (old if old is not None else args[0],) + tuple(args[1:])
     fn = make_node(op, src, attrs, t, inputs_for_save=src)
+    saved_before_bump(fn, t)
     for k, v in fn._saved.items():
         if type(v) is tuple and v == ("result",):
             fn._saved[k] = SavedTensor(t, True)
@@ -77,6 +78,7 @@ def rebase_view(op, args, t, attrs, old):
     # the view now reads its values out of the base's new history
     vnode = make_node(_GATHER, (base,), {"shape": base._data.shape,
                                          "view_fn": lambda a, _i=idx: a.reshape(-1)[_i]}, t)
+    vnode._base_fn = node
     t.grad_fn = vnode
     t._requires_grad = True
     t._output_nr = 0

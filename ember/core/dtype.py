@@ -214,7 +214,7 @@ class finfo:
         self.min = float(info.min)
         self.tiny = float(info.tiny)
         self.smallest_normal = self.tiny
-        self.resolution = float(info.resolution)
+        self.resolution = 10.0 ** -int(info.precision)  # like torch: a power of ten
 
     def __repr__(self):
         return (f"finfo(resolution={self.resolution}, min={self.min:g}, max={self.max:g}, "
@@ -227,13 +227,13 @@ class iinfo:
 
     def __init__(self, type):
         d = to_dtype(type)
-        if d.is_floating_point:
-            raise TypeError("iinfo is only for integer types")
-        info = np.iinfo(np.uint8 if d is bool_ else d.np)
+        if d.is_floating_point or d is bool_:
+            raise TypeError(f"{d!r} is not supported by ember.iinfo")
+        info = np.iinfo(d.np)
         self.dtype = d.name
         self.bits = d.itemsize * 8
-        self.max = 1 if d is bool_ else int(info.max)
-        self.min = 0 if d is bool_ else int(info.min)
+        self.max = int(info.max)
+        self.min = int(info.min)
 
     def __repr__(self):
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

@@ -69,14 +69,15 @@ class _Formatter:
                 if np.any(nz != np.ceil(nz)):
                     self.int_mode = False
                 if self.int_mode:
-                    if hi / lo > 1000.0 or hi > 1.0e8:
-                        self.sci_mode = True
-                        self.max_width = max(len(f"{x:.{p}e}") for x in vals)
-                    else:
-                        self.max_width = max(len(f"{x:.0f}") + 1 for x in vals)
-                elif hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4:
-                    self.sci_mode = True
+                    self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8
+                else:
+                    self.sci_mode = hi / lo > 1000.0 or hi > 1.0e8 or lo < 1.0e-4
+                if PRINT_OPTS.sci_mode is not None:  # a forced mode also sets the widths
+                    self.sci_mode = PRINT_OPTS.sci_mode
+                if self.sci_mode:
                     self.max_width = max(len(f"{x:.{p}e}") for x in vals)
+                elif self.int_mode:
+                    self.max_width = max(len(f"{x:.0f}") + 1 for x in vals)
                 else:
                     self.max_width = max(len(f"{x:.{p}f}") for x in vals)
         if PRINT_OPTS.sci_mode is not None:

@@ -42,8 +42,8 @@ def storage_for(arr):
     item = arr.itemsize
     if arr.flags.c_contiguous and arr.base is None:
         return Storage(arr.reshape(-1))
-    if arr.size == 0:
-        return Storage(arr.reshape(-1)[:0].copy() if arr.ndim else arr.reshape(1)[:0])
+    if arr.size == 0:  # an empty buffer at arr's address, so views keep their offsets
+        return Storage(as_strided(arr, shape=(0,), strides=(item,)))
     span = 1
     for size, st in zip(arr.shape, arr.strides):
         if st < 0 or st % item:
@@ -54,6 +54,4 @@ def storage_for(arr):
 
 def offset_in(storage, arr):
     """Element offset of `arr`'s first element inside `storage`."""
-    if storage.data.size == 0:
-        return 0
     return (arr.ctypes.data - storage.data.ctypes.data) // arr.itemsize

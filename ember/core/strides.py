@@ -19,14 +19,86 @@ def contiguous_strides(shape):
 
 def is_contiguous(shape, stride):
     """PyTorch's rule: empty tensors are contiguous, and size-1 dims may have any stride."""
+    if 0 in shape:
+        return True
     expected = 1
     for size, st in zip(reversed(shape), reversed(stride)):
-        if size == 0:
-            return True
         if size != 1:
             if st != expected:
                 return False
             expected *= size
+    return True
+
+
+def is_non_overlapping_and_dense(shape, stride):
+    """True when the elements fill a block of memory exactly, in some order of the dims."""
+    dims = sorted((d for d in range(len(shape)) if shape[d] >= 2), key=lambda d: stride[d])
+    required = 1
+    for d in dims:
+        if stride[d] != required:
+            return False
+        required *= shape[d]
+    return True
+
+
+def dense_strides_like(shape, stride):
+    """PyTorch's preserve_format: the strides of a copy (clone, empty_like) of a tensor.
+
+    A dense layout is kept as it is; otherwise the dims are laid out densely in the order of
+    their strides (smallest innermost), where stride-0 dims keep their place and equal strides
+    put the larger dim outside.
+    """
+    if 0 in shape or is_non_overlapping_and_dense(shape, stride):
+        return tuple(stride)
+    n = len(shape)
+    perm = list(range(n - 1, -1, -1))  # innermost first
+
+    def order(a, b):  # > 0: dim a belongs outside dim b
+        if stride[a] == 0 or stride[b] == 0:
+            return 0
+        if stride[a] != stride[b]:
+            return 1 if stride[a] > stride[b] else -1
+        return 1 if shape[a] > shape[b] else 0
+    for i in range(1, n):  # insertion sort that leaves "0" (incomparable) pairs alone
+        j = i
+        for k in range(i - 1, -1, -1):
+            c = order(perm[k], perm[j])
+            if c > 0:
+                perm[k], perm[j] = perm[j], perm[k]
+                j = k
+            elif c < 0:
+                break
+    out, acc = [0] * n, 1
+    for d in perm:
+        out[d] = acc
+        acc *= max(shape[d], 1)
+    return tuple(out)
+
+
+def channels_last_strides(shape):
+    """Strides of channels_last (4-D: N, C, H, W stored as N, H, W, C) or channels_last_3d."""
+    if len(shape) not in (4, 5):
+        raise RuntimeError(f"required rank {4 if len(shape) < 5 else 5} tensor to use "
+                           "channels_last format")
+    order = [1] + list(range(len(shape) - 1, 1, -1)) + [0]  # innermost first: C, W, H, (D), N
+    out, acc = [0] * len(shape), 1
+    for d in order:  # unlike contiguous strides, a size of 0 is not counted as 1 here
+        out[d] = acc
+        acc *= shape[d]
+    return tuple(out)
+
+
+def is_channels_last_contiguous(shape, stride):
+    """PyTorch's is_contiguous(memory_format=channels_last[_3d]): C innermost, then W, H, (D),
+    N outermost; size-1 dims may have any stride."""
+    if len(shape) not in (4, 5):
+        return False
+    expected = 1
+    for d in [1] + list(range(len(shape) - 1, 1, -1)) + [0]:
+        if shape[d] != 1:
+            if stride[d] != expected:
+                return False
+            expected *= shape[d]
     return True
 
 
@@ -70,7 +142,7 @@ def infer_size(shape, numel_):
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel_}")
         return tuple(shape)
     if known == 0 or numel_ % known != 0:
-        if known == 0:
+        if known == 0 and numel_ == 0:
             raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
                                "because the unspecified dimension size -1 can be any value and "
                                "is ambiguous")
@@ -87,8 +159,9 @@ def view_strides(old_shape, old_stride, new_shape):
     contiguous with each other, and each run must be reshaped into whole new dims.
     """
     if math.prod(old_shape) == 0 or len(old_shape) == 0:
-        if math.prod(old_shape) == 0 and len(old_shape) > 0:
-            return contiguous_strides(new_shape)
+        if math.prod(old_shape) == 0 and len(old_shape) > 0:  # any strides would do
+            return tuple(old_stride) if tuple(old_shape) == tuple(new_shape) else \
+                contiguous_strides(new_shape)
         return tuple(1 for _ in new_shape)
     new_stride = [0] * len(new_shape)
     view_d = len(new_shape) - 1
@@ -140,27 +213,27 @@ def expand_strides(shape, stride, new_shape):
                            f"({len(new_shape)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({len(shape)})")
     off = len(new_shape) - len(shape)
-    out_shape, out_stride = [], []
-    for i, size in enumerate(new_shape):
-        j = i - off
+    out_shape, out_stride = [0] * len(new_shape), [0] * len(new_shape)
+    # right to left, like PyTorch: a new leading dim of size 1 gets the stride it would have
+    # in a contiguous layout of the dims to its right (any stride is valid for size 1)
+    for i in range(len(new_shape) - 1, -1, -1):
+        size, j = new_shape[i], i - off
         if j < 0:
             if size < 0:
-                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
-                                   f"leading, non-existing dimension {i}")
-            out_shape.append(size)
-            out_stride.append(0)
-            continue
-        old = shape[j]
-        if size == -1:
-            size = old
-        if old == size:
-            out_shape.append(size)
-            out_stride.append(stride[j])
-        elif old == 1:
-            out_shape.append(size)
-            out_stride.append(0)
+                raise RuntimeError(f"The expanded size of the tensor ({size}) isn't allowed in "
+                                   f"a leading, non-existing dimension {i}")
+            old = 1
+            st = out_shape[i + 1] * out_stride[i + 1] if i + 1 < len(new_shape) else 0
         else:
-            raise RuntimeError(f"The expanded size of the tensor ({size}) must match the "
-                               f"existing size ({old}) at non-singleton dimension {i}.  "
-                               f"Target sizes: {list(new_shape)}.  Tensor sizes: {list(shape)}")
+            old, st = shape[j], stride[j]
+            if size == -1:
+                size = old
+        if old != size:
+            if old != 1:
+                raise RuntimeError(f"The expanded size of the tensor ({size}) must match the "
+                                   f"existing size ({old}) at non-singleton dimension {i}.  "
+                                   f"Target sizes: {list(new_shape)}.  Tensor sizes: "
+                                   f"{list(shape)}")
+            st = 0
+        out_shape[i], out_stride[i] = size, st
     return tuple(out_shape), tuple(out_stride)

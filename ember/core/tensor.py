@@ -12,7 +12,26 @@ import numpy as np
 from . import dtype as _dt
 from .device import CPU, to_device
 from .storage import Storage, storage_for, offset_in
-from .strides import is_contiguous as _is_contiguous, wrap_dim
+from .strides import is_contiguous as _is_contiguous, wrap_dim, contiguous_strides
+from .strides import is_channels_last_contiguous
+from numpy.lib.stride_tricks import as_strided as _as_strided
+
+
+class memory_format:
+    """How a copy lays out its dims: ``ember.contiguous_format``, ``ember.channels_last``..."""
+    __slots__ = ("name",)
+
+    def __init__(self, name):
+        self.name = name
+
+    def __repr__(self):
+        return "ember." + self.name
+
+
+contiguous_format = memory_format("contiguous_format")
+preserve_format = memory_format("preserve_format")
+channels_last = memory_format("channels_last")
+channels_last_3d = memory_format("channels_last_3d")
 
 
 class Size(tuple):
@@ -33,7 +52,18 @@ class Size(tuple):
         return Size(r) if isinstance(i, slice) else r
 
     def __add__(self, other):
-        return Size(tuple.__add__(self, tuple(other)))
+        if not isinstance(other, tuple):
+            raise TypeError(f"can only concatenate tuple (not {type(other).__name__}) to "
+                            "ember.Size")
+        return Size(tuple.__add__(self, other))
+
+    def __radd__(self, other):
+        return Size(tuple.__add__(other, self))
+
+    def __mul__(self, n):
+        return Size(tuple.__mul__(self, n))
+
+    __rmul__ = __mul__
 
 
 _new = object.__new__
@@ -46,7 +76,7 @@ class Tensor:
     copies data into a default-dtype tensor, ``ember.Tensor(2, 3)`` allocates an uninitialised
     (here: zero-filled) 2x3 tensor.
     """
-    __slots__ = ("_data", "_storage", "dtype", "_requires_grad", "grad", "grad_fn", "_base",
+    __slots__ = ("_data", "_storage", "dtype", "_requires_grad", "_grad", "grad_fn", "_base",
                  "_grad_acc", "_hooks", "_retains_grad", "_post_acc_hooks", "_output_nr",
                  "_inference", "__weakref__")
 
@@ -56,13 +86,12 @@ class Tensor:
         dt = _dt.get_default_dtype()
         if len(args) == 1 and not isinstance(args[0], int):
             src = args[0]
-            if isinstance(src, Tensor):
-                arr = src._data
-                dt = src.dtype
+            if isinstance(src, Tensor):  # shares src's memory, whatever its dtype (PyTorch)
+                arr, dt = src._data, src.dtype
             else:
                 arr = _array_from_data(src, dt)
         else:
-            shape = args[0] if len(args) == 1 and isinstance(args[0], (tuple, list)) else args
+            shape = args if args else (0,)  # ember.Tensor() is an empty 1-D tensor
             arr = np.zeros(tuple(int(s) for s in shape), dt.np)
         _init(self, np.ascontiguousarray(arr, dtype=dt.np), dt)
 
@@ -108,7 +137,13 @@ class Tensor:
     def storage_offset(self):
         return offset_in(self._storage_obj(), self._data)
 
-    def is_contiguous(self, memory_format=None):
+    def is_contiguous(self, memory_format=contiguous_format):
+        if memory_format is channels_last or memory_format is channels_last_3d:
+            return self._data.ndim == (4 if memory_format is channels_last else 5) and \
+                is_channels_last_contiguous(self._data.shape, self.stride())
+        if memory_format is preserve_format:
+            raise RuntimeError("Memory format preserve_format is not supported by "
+                               "is_contiguous")
         return _is_contiguous(self._data.shape, self.stride())
 
     def element_size(self):
@@ -178,6 +213,11 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, value):
+        if value and self._inference:
+            from ..autograd.grad_mode import state
+            if not state.inference:
+                raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                                   "InferenceMode is not allowed.")
         if value and not self.dtype.is_floating_point:
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
@@ -195,9 +235,40 @@ class Tensor:
     def is_leaf(self):
         return self.grad_fn is None
 
-    @property
     def is_inference(self):
         return self._inference
+
+    @property
+    def grad(self):
+        """The accumulated gradient of a leaf (None until a backward reaches it)."""
+        g = self._grad
+        if g is None and self.grad_fn is not None and not self._retains_grad:
+            import warnings
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed "
+                "want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() "
+                "on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+                "you access the leaf Tensor instead.", UserWarning, stacklevel=2)
+        return g
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError("assigned grad expected to be a Tensor or None but got grad of "
+                                f"type {type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError(f"attempting to assign a gradient of size "
+                                   f"'{list(value.shape)}' to a tensor of size "
+                                   f"'{list(self.shape)}'. Please ensure that the gradient and "
+                                   "the tensor are the same size")
+            if value.dtype is not self.dtype:
+                raise RuntimeError(f"attempting to assign a gradient with dtype "
+                                   f"'{value.dtype.name}' to a tensor with grad_dtype "
+                                   f"'{self.dtype.name}'. The gradient must match the tensor's "
+                                   "grad_dtype (defaults to the tensor's dtype).")
+        self._grad = value
 
     # ---- conversions to Python and NumPy ----
     def item(self):
@@ -301,11 +372,13 @@ class Tensor:
 
 
 def _init(t, arr, dtype):
+    if not arr.size and arr.ndim:
+        arr = _torch_empty_strides(arr)
     t._data = arr
     t.dtype = dtype
     t._storage = None
     t._requires_grad = False
-    t.grad = None
+    t._grad = None
     t.grad_fn = None
     t._base = None
     t._grad_acc = None
@@ -314,6 +387,13 @@ def _init(t, arr, dtype):
     t._post_acc_hooks = None
     t._output_nr = 0
     t._inference = False
+
+
+def _torch_empty_strides(arr):
+    """NumPy gives empty arrays zero strides; PyTorch gives them contiguous ones (sizes of 0
+    counting as 1). Views of the result keep these, as PyTorch's views do."""
+    item = arr.itemsize
+    return _as_strided(arr, arr.shape, tuple(s * item for s in contiguous_strides(arr.shape)))
 
 
 def _rebuild(arr, dtype_name, requires_grad):
@@ -326,6 +406,7 @@ def make_view(base, arr):
     """A tensor viewing `base`'s storage through the backend array `arr` (which must alias it)."""
     t = _new(Tensor)
     _init(t, arr, base.dtype)
+    t._data = arr  # a view keeps the strides the view gave it, even when empty
     t._storage = base._storage_obj()
     t._base = base if base._base is None else base._base
     t._inference = base._inference

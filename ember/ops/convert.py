@@ -5,8 +5,10 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.device import device as Device, to_device
-from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..core.tensor import Tensor, contiguous_format, preserve_format
+from .creation import strided_array, layout_for, wrap_strided
+from ..core import strides as S
+from ..dispatch import wrap, torch_name, checked_scalar, check_overlap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, COMPOSITE, POINTWISE, register, METHODS
@@ -82,21 +84,37 @@ def type_as(self, other):
     return to(self, other.dtype)
 
 
+def _plain(arr):
+    """Exactly contiguous strides (NumPy's flag also lets size-1 dims have any stride)."""
+    return arr.flags.c_contiguous and arr.size and 1 not in arr.shape
+
+
+def _copy_in_layout(t, memory_format):
+    arr = t._data
+    if memory_format in (None, preserve_format, contiguous_format) and _plain(arr):
+        return wrap(arr.copy(), t.dtype)
+    st = layout_for(t, memory_format)
+    if arr.size and st == S.contiguous_strides(arr.shape):
+        return wrap(np.array(arr, order="C"), t.dtype)  # always a copy
+    c = strided_array(arr.shape, st, arr.dtype)
+    np.copyto(c, arr)
+    return wrap_strided(c, t.dtype)
+
+
 def clone(input, *, memory_format=None):
-    """A copy that keeps the graph (``CloneBackward0``); dense layouts are preserved."""
-    arr = input._data
-    c = np.array(arr, order="K", copy=True) if memory_format is None or \
-        str(memory_format).endswith("preserve_format") else np.ascontiguousarray(arr).copy()
-    out = wrap(c, input.dtype)
-    return _record(_CLONE, (input,), out, {})
+    """A copy that keeps the graph (``CloneBackward0``). By default (preserve_format) a dense
+    layout such as a transpose keeps its strides; others get dense strides in stride order."""
+    return _record(_CLONE, (input,), _copy_in_layout(input, memory_format), {})
 
 
-def contiguous(self, memory_format=None):
-    """`self` if already contiguous, else a contiguous copy."""
-    if self._data.flags.c_contiguous or self.is_contiguous():
+def contiguous(self, memory_format=contiguous_format):
+    """`self` if already contiguous (in `memory_format`), else a copy laid out that way."""
+    if memory_format is preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if (self._data.flags.c_contiguous and memory_format is contiguous_format) or \
+            self.is_contiguous(memory_format):
         return self
-    out = wrap(np.ascontiguousarray(self._data), self.dtype)
-    return _record(_CLONE, (self,), out, {})
+    return _record(_CLONE, (self,), _copy_in_layout(self, memory_format), {})
 
 
 # ---- in-place writes ----
@@ -111,6 +129,7 @@ _FILL = OpDef("fill_", POINTWISE, inputs=("self", "value"),
 def copy_(self, src, non_blocking=False):
     """Copy `src` into `self` in place, broadcasting and converting dtype."""
     graph.check_inplace(self)
+    check_overlap(self)      # no copy into an expanded tensor, like PyTorch
     s = src._data if isinstance(src, Tensor) else src
     try:
         b = np.broadcast_to(s, self._data.shape)
@@ -139,6 +158,8 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value._data.ndim} dimensions.")
         v = value._data
+    else:
+        v = checked_scalar(value, self.dtype)   # like PyTorch: fill_(300) on uint8 raises
     self._data[...] = np.asarray(v).astype(self.dtype.np) if self.dtype is not D.bool_ else \
         bool(v)
     if not (state.inference and self._inference):

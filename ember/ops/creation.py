@@ -11,42 +11,45 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.device import to_device
-from ..core.tensor import Tensor, _init
+from ..core.tensor import Tensor, _init, preserve_format, channels_last, channels_last_3d
+from ..core import strides as S
+from numpy.lib.stride_tricks import as_strided as _as_strided
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from .registry import OpDef, CREATION, register, METHODS
 
 
 def _infer_dtype(data):
-    """PyTorch's dtype for nested Python data: bool < int64 < default float."""
-    kind = -1
+    """PyTorch's dtype for nested data: the promotion of all the elements' dtypes, where Python
+    bools are bool, ints int64 and floats the default dtype, and NumPy values and tensors keep
+    their own (``[1, np.float16(2)]`` gives float16)."""
+    dt = None
     stack = [data]
     while stack:
         x = stack.pop()
-        if isinstance(x, Tensor):
-            kind = max(kind, 3 if x.dtype.is_floating_point else (0 if x.dtype is D.bool_
-                                                                   else 1))
-        elif isinstance(x, np.ndarray):
-            return D.from_numpy_dtype(x.dtype)
-        elif isinstance(x, (bool, np.bool_)):
-            kind = max(kind, 0)
-        elif isinstance(x, (int, np.integer)):
-            kind = max(kind, 1)
-        elif isinstance(x, (float, np.floating)):
-            kind = max(kind, 3)
-        elif isinstance(x, (list, tuple)):
+        if isinstance(x, (list, tuple)):
             stack.extend(x)
+            continue
+        if isinstance(x, Tensor):
+            d = x.dtype
+        elif isinstance(x, (np.ndarray, np.generic)):
+            d = D.from_numpy_dtype(x.dtype)
+        elif isinstance(x, bool):
+            d = D.bool_
+        elif isinstance(x, int):
+            d = D.int64
+        elif isinstance(x, float):
+            d = D.get_default_dtype()
         elif isinstance(x, complex):
             raise TypeError("complex tensors are not supported by ember")
+        elif isinstance(x, str):
+            raise ValueError("too many dimensions 'str'")
         elif hasattr(x, "__array__"):
-            return D.from_numpy_dtype(np.asarray(x).dtype)
+            d = D.from_numpy_dtype(np.asarray(x).dtype)
         else:
-            raise TypeError(f"new(): invalid data type '{type(x).__name__}'")
-    if kind == 0:
-        return D.bool_
-    if kind in (1, 2):
-        return D.int64
-    return D.get_default_dtype()
+            raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
+        dt = d if dt is None else D.promote_types(dt, d)
+    return dt or D.get_default_dtype()
 
 
 def _to_nested(x):
@@ -68,14 +71,40 @@ def _array_from_data(data, dt):
         data = _to_nested(data)
     try:
         arr = np.array(data, dtype=dt.np if dt is not D.bfloat16 else np.float64)
-    except ValueError as e:
-        raise ValueError(f"expected sequence of equal lengths: {e}") from None
+    except ValueError:
+        raise _shape_error(data) from None
     except OverflowError:
         raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow") \
             from None
     if arr.dtype == object:
         raise ValueError("expected a rectangular nested sequence of numbers")
     return arr.astype(dt.np) if arr.dtype != dt.np else arr
+
+
+def _shape_error(data):
+    """PyTorch's error for a ragged nested sequence; the shape comes from the first items."""
+    shape, x = [], data
+    while isinstance(x, (list, tuple)):
+        shape.append(len(x))
+        if not x:
+            break
+        x = x[0]
+
+    def walk(x, d):
+        if d == len(shape):
+            return TypeError(f"'{type(x).__name__}' object cannot be interpreted as a number") \
+                if isinstance(x, (list, tuple)) else None
+        if not isinstance(x, (list, tuple)):
+            return TypeError("not a sequence")
+        if len(x) != shape[d]:
+            return ValueError(f"expected sequence of length {shape[d]} at dim {d} "
+                              f"(got {len(x)})")
+        for y in x:
+            err = walk(y, d + 1)
+            if err is not None:
+                return err
+        return None
+    return walk(data, 0) or ValueError("expected a rectangular nested sequence of numbers")
 
 
 def _contains_tensor(data):
@@ -105,10 +134,19 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
     >>> ember.tensor([[1, 2], [3, 4]]).dtype
     ember.int64
     """
+    if isinstance(data, Tensor):
+        import warnings
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                      ".requires_grad_(True), rather than ember.tensor(sourceTensor).",
+                      UserWarning, stacklevel=2)
     dt = D.to_dtype(dtype) if dtype is not None else (
         data.dtype if isinstance(data, Tensor) else _infer_dtype(data))
     arr = _array_from_data(data, dt)
-    return _finish(np.array(arr, copy=True), dt, requires_grad, device)
+    t = _finish(np.array(arr, copy=True), dt, requires_grad, device)
+    if isinstance(data, np.ndarray) and not data.size:
+        t._data = arr  # PyTorch keeps an empty NumPy array's (zero) strides
+    return t
 
 
 def as_tensor(data, dtype=None, device=None):
@@ -137,6 +175,7 @@ def from_numpy(ndarray):
     if not ndarray.dtype.isnative:
         raise TypeError("can't convert a byte-swapped NumPy array")
     t = Tensor._make(ndarray, dt)
+    t._data = ndarray  # even an empty array keeps its strides, as in PyTorch
     return t
 
 
@@ -148,6 +187,8 @@ def from_dlpack(ext):
 
 
 def _size_args(size):
+    if not size:
+        raise TypeError('missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
     out = []
@@ -213,15 +254,58 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     return _finish(arr, dt, requires_grad, device)
 
 
-def _like(input, dtype, fill, requires_grad):
+# ---- memory layouts of copies (clone, *_like, contiguous) ----
+def strided_array(shape, stride, np_dtype, fill=0):
+    """A fresh backend array of `shape` laid out in memory with element strides `stride`."""
+    span = 1 + sum((n - 1) * s for n, s in zip(shape, stride)) if all(shape) else 0
+    buf = np.full(span, fill, np_dtype) if fill else np.zeros(span, np_dtype)
+    return _as_strided(buf, tuple(shape), tuple(s * buf.itemsize for s in stride))
+
+
+def layout_for(t, memory_format):
+    """Element strides of a copy of `t` in `memory_format` (None means preserve_format)."""
+    shape = t._data.shape
+    if memory_format is None or memory_format is preserve_format:
+        return S.dense_strides_like(shape, t.stride())
+    if memory_format is channels_last or memory_format is channels_last_3d:
+        if len(shape) != (4 if memory_format is channels_last else 5):
+            raise RuntimeError(f"required rank {4 if memory_format is channels_last else 5} "
+                               f"tensor to use {memory_format.name} format")
+        return S.channels_last_strides(shape)
+    return S.contiguous_strides(shape)
+
+
+def wrap_strided(arr, dt):
+    """Wrap a fresh array keeping its strides (wrap gives empty arrays contiguous ones)."""
+    t = wrap(arr, dt)
+    t._data = arr
+    return t
+
+
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
+    """A tensor with the given sizes and strides (ember zero-fills it)."""
+    dt = _dtype_or_default(dtype)
+    t = wrap_strided(strided_array(_size_args((tuple(size),)), tuple(stride), dt.np), dt)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _like(input, dtype, fill, requires_grad, memory_format=None):
     dt = D.to_dtype(dtype) if dtype is not None else input.dtype
-    arr = np.zeros_like(input._data, dtype=dt.np) if not fill else \
-        np.full_like(input._data, fill, dtype=dt.np)
+    a = input._data
+    plain = a.flags.c_contiguous and a.size and 1 not in a.shape and \
+        memory_format not in (channels_last, channels_last_3d)
+    st = None if plain else layout_for(input, memory_format)  # a dense layout is kept, etc.
+    if plain or (a.size and st == S.contiguous_strides(a.shape)):
+        arr = np.full(a.shape, fill, dt.np) if fill else np.zeros(a.shape, dt.np)
+    else:
+        arr = strided_array(a.shape, st, dt.np, fill)
     return _finish_like(arr, dt, requires_grad)
 
 
 def _finish_like(arr, dt, requires_grad):
-    t = wrap(arr, dt)
+    t = wrap_strided(arr, dt)
     if requires_grad:
         t.requires_grad = True
     return t
@@ -229,23 +313,22 @@ def _finish_like(arr, dt, requires_grad):
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(input, dtype, 0, requires_grad)
+    return _like(input, dtype, 0, requires_grad, memory_format)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    return _like(input, dtype, 1, requires_grad)
+    return _like(input, dtype, 1, requires_grad, memory_format)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(input, dtype, 0, requires_grad)
+    return _like(input, dtype, 0, requires_grad, memory_format)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    return _like(input, dtype, fill_value, requires_grad) if fill_value else \
-        _like(input, dtype, 0, requires_grad)
+    return _like(input, dtype, fill_value, requires_grad, memory_format)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
@@ -264,14 +347,17 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
     dt = D.to_dtype(dtype)
-    n = math.ceil((end - start) / step)
+    if dt is D.int64:  # PyTorch truncates each bound to int64 first (other dtypes: below)
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("step must be nonzero")
     if (step > 0 and start > end) or (step < 0 and start < end):
-        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
-    n = max(n, 0)
-    if dt.is_floating_point or any(isinstance(v, float) for v in vals):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    n = max(math.ceil((end - start) / step), 0)
+    if dt.is_floating_point:
         arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt.np)
-    else:
-        arr = (start + np.arange(n, dtype=np.int64) * step).astype(dt.np)
+    else:  # the length comes from the real bounds, the values from truncated start and step
+        arr = (int(start) + np.arange(n, dtype=np.int64) * int(step)).astype(dt.np)
     return _finish(arr, dt, requires_grad, device)
 
 
@@ -293,6 +379,8 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
     start = start.item() if isinstance(start, Tensor) else start
     end = end.item() if isinstance(end, Tensor) else end
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    if not dt.is_floating_point:  # PyTorch truncates the bounds first, then the values
+        start, end = int(start), int(end)
     arr = _linspace_values(start, end, steps)
     if not dt.is_floating_point:
         arr = np.trunc(arr)
@@ -345,7 +433,8 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
-for _f in (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, empty, full, zeros_like,
+for _f in (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, empty, empty_strided, full,
+           zeros_like,
            ones_like, empty_like, full_like, arange, linspace, logspace, eye):
     register(OpDef(_f.__name__, CREATION, method=False), _f)
 register(OpDef("range", CREATION, method=False), range_, names=("range",))

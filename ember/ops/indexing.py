@@ -13,9 +13,9 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, VIEW, METHODS
-from .view import apply_view, view_op, _view_scatter
+from .view import apply_view, view_op, _view_scatter, strided_view, repoint
+from .view import _SELECT, _SLICE, _UNSQUEEZE, _ALIAS
 
-_SELECT_VIEW = view_op("__getitem__", node_name="SliceBackward0")
 _INDEX = OpDef("index", VIEW, attrs={"shape": None, "view_fn": None},
                grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
                node_name="IndexBackward0")
@@ -79,11 +79,66 @@ def _check_bounds(arr, idx):
         raise IndexError(str(e).replace("axis", "dimension")) from None
 
 
+def _basic_node(shape, idx):
+    """The view op PyTorch would name for a basic index: its last non-trivial component
+    (``x[0]`` -> SelectBackward0, ``x[1:]`` -> SliceBackward0, ``x[None]`` ->
+    UnsqueezeBackward0, ``x[:, :]`` -> AliasBackward0; a bare slice, even ``x[:]``, is always
+    SliceBackward0); the gradient rule is the same for all."""
+    op, d = _ALIAS, 0
+    n_used = sum(1 for v in idx if v is not None and v is not Ellipsis)
+    for v in idx:
+        if v is None:
+            op = _UNSQUEEZE
+        elif v is Ellipsis:
+            d += len(shape) - n_used
+        elif isinstance(v, slice):
+            if v.indices(shape[d]) != (0, shape[d], 1):
+                op = _SLICE
+            d += 1
+        else:
+            op, d = _SELECT, d + 1
+    return op
+
+
+def _torch_geometry(a, idx):
+    """Element strides and byte offset PyTorch gives `a[idx]` (basic idx). NumPy agrees except
+    that it gives new (None) dims stride 0, and leaves an empty slice's stride and offset."""
+    st = [s // a.itemsize for s in a.strides]
+    n_ell = a.ndim - sum(1 for i in idx if i is not None and i is not Ellipsis)
+    out, d, off = [], 0, 0
+    for i in idx:
+        if i is None:  # like unsqueeze before dim d of the (not yet indexed) tensor
+            out.append(a.shape[d] * st[d] if d < a.ndim else 1)
+        elif i is Ellipsis:
+            out.extend(st[d:d + n_ell])
+            d += n_ell
+        elif isinstance(i, slice):
+            off += i.indices(a.shape[d])[0] * st[d]
+            out.append(st[d] * (i.step or 1))
+            d += 1
+        else:
+            off += (i + a.shape[d] if i < 0 else i) * st[d]
+            d += 1
+    return out, off * a.itemsize
+
+
+def _basic_view(a, idx):
+    r = a[idx]
+    if r.size and None not in idx:  # the common case: NumPy's view is already PyTorch's
+        return r
+    st, off = _torch_geometry(a, idx)
+    if [s // a.itemsize for s in r.strides] != st:
+        r = strided_view(r, r.shape, st)
+    return repoint(r, a, off)
+
+
 def getitem(self, index):
     idx, advanced = _normalise(self, index)
     if not advanced:
         try:
-            return apply_view(_SELECT_VIEW, self, lambda a: a[idx])
+            op = _SLICE if isinstance(index, slice) else _basic_node(self._data.shape, idx)
+            return apply_view(op, self,
+                              lambda a: _basic_view(a, idx))
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
     try:

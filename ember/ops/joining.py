@@ -1,4 +1,10 @@
-"""Joining ops: cat and stack (their gradients split the incoming gradient back)."""
+"""Joining, splitting and rearranging: cat, stack and the *stack family, tensor_split and
+h/v/dsplit, flip/roll/rot90, repeat/tile/repeat_interleave, broadcast_tensors, meshgrid,
+tril/triu, one_hot, atleast_Nd, ravel.
+
+Ops that move data (flip, roll, rot90, repeat, tril) are one NumPy call with a derivative
+written in ember ops; the rest are compositions of views, cat and index_select.
+"""
 import numpy as np
 
 from ..core import strides as S
@@ -7,7 +13,8 @@ from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, COMPOSITE, register
+from .registry import OpDef, COMPOSITE, EXTERN, register, METHODS
+from .linalg import finish, _out
 
 
 class _CatNode(graph.Node):
@@ -15,7 +22,9 @@ class _CatNode(graph.Node):
 
     def apply(self, grads):
         g = grads[0]
-        return tuple(g.narrow(self.dim, start, size) for start, size in self.sizes)
+        # a skipped (1-D empty) input gets an empty gradient
+        return tuple(g.narrow(self.dim, *s) if s is not None else
+                     wrap(np.zeros((0,), g.dtype.np), g.dtype) for s in self.sizes)
 
 
 _CatNode.__name__ = "CatBackward0"
@@ -25,7 +34,7 @@ def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
     tensors = list(tensors)
     if not tensors:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"expected Tensor as element in argument 0, but got "
@@ -35,7 +44,7 @@ def cat(tensors, dim=0, *, out=None):
     for t in tensors[1:]:
         dt = D.promote_types(dt, t.dtype)
     if not live:
-        return wrap(np.zeros((0,), dt.np), dt)
+        return _cat_graph(tensors, [], wrap(np.zeros((0,), dt.np), dt), 0, out)
     ref = live[0]
     nd = ref._data.ndim
     if nd == 0:
@@ -51,23 +60,37 @@ def cat(tensors, dim=0, *, out=None):
                                    f"Expected size {ref._data.shape[k]} but got size "
                                    f"{t._data.shape[k]} for tensor number {i} in the list.")
     r = np.concatenate([t._data.astype(dt.np, copy=False) for t in live], axis=d)
-    result = wrap(r, dt)
-    if state.enabled and any(t._requires_grad for t in live):
+    return _cat_graph(tensors, live, wrap(r, dt), d, out)
+
+
+def _cat_graph(tensors, live, result, d, out):
+    if state.enabled and any(t._requires_grad for t in tensors):
         node = _CatNode.__new__(_CatNode)
-        node._setup(tuple(graph.edge_of(t) for t in live),
-                    tuple((t._data.shape, t.dtype) for t in live))
+        node._setup(tuple(graph.edge_of(t) for t in tensors),
+                    tuple((t._data.shape, t.dtype) for t in tensors))
         node.dim = d
-        sizes, start = [], 0
-        for t in live:
-            sizes.append((start, t._data.shape[d]))
-            start += t._data.shape[d]
+        sizes, start, ids = [], 0, {id(t) for t in live}
+        for t in tensors:
+            if id(t) in ids:
+                sizes.append((start, t._data.shape[d]))
+                start += t._data.shape[d]
+            else:
+                sizes.append(None)
         node.sizes = sizes
         result.grad_fn = node
         result._requires_grad = True
-    if out is not None:
-        from ..dispatch import copy_into_out
-        return copy_into_out(out, result)
-    return result
+    return _out(result, out)
+
+
+class _StackNode(graph.Node):
+    __slots__ = ("dim",)
+
+    def apply(self, grads):
+        g = grads[0]
+        return tuple(g.select(self.dim, i) for i in range(len(self.next_functions)))
+
+
+_StackNode.__name__ = "StackBackward0"
 
 
 def stack(tensors, dim=0, *, out=None):
@@ -81,8 +104,415 @@ def stack(tensors, dim=0, *, out=None):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got "
                                f"{list(shape)} at entry 0 and {list(t._data.shape)} at entry {i}")
     d = S.wrap_dim(dim, len(shape) + 1, scalar_ok=False)
-    return cat([t.unsqueeze(d) for t in tensors], d, out=out)
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = D.promote_types(dt, t.dtype)
+    result = wrap(np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d), dt)
+    if state.enabled and dt.is_floating_point and any(t._requires_grad for t in tensors):
+        node = _StackNode.__new__(_StackNode)
+        node._setup(tuple(graph.edge_of(t) for t in tensors),
+                    tuple((t._data.shape, t.dtype) for t in tensors))
+        node.dim = d
+        result.grad_fn = node
+        result._requires_grad = True
+    return _out(result, out)
+
+
+# ---- the *stack family -------------------------------------------------------------------
+def _tensor_list(tensors, name):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return tensors
+
+
+def hstack(tensors, *, out=None):
+    """Concatenate horizontally: along dim 0 for 1-D tensors, else dim 1."""
+    ts = atleast_1d(*_tensor_list(tensors, "hstack"))
+    ts = ts if isinstance(ts, tuple) else (ts,)
+    return cat(ts, 0 if ts[0].dim() == 1 else 1, out=out)
+
+
+def vstack(tensors, *, out=None):
+    """Concatenate vertically (dim 0) after making every tensor at least 2-D."""
+    ts = atleast_2d(*_tensor_list(tensors, "vstack"))
+    return cat(ts if isinstance(ts, tuple) else (ts,), 0, out=out)
+
+
+def dstack(tensors, *, out=None):
+    """Concatenate depth-wise (dim 2) after making every tensor at least 3-D."""
+    ts = atleast_3d(*_tensor_list(tensors, "dstack"))
+    return cat(ts if isinstance(ts, tuple) else (ts,), 2, out=out)
+
+
+def column_stack(tensors, *, out=None):
+    """Stack 0-D/1-D tensors as columns (and 2-D tensors as they are) along dim 1."""
+    ts = [t.reshape(t.numel(), 1) if t.dim() <= 1 else t
+          for t in _tensor_list(tensors, "column_stack")]
+    return cat(ts, 1, out=out)
+
+
+# ---- splitting -----------------------------------------------------------------------------
+def tensor_split(input, indices_or_sections, dim=0):
+    """Split into `n` nearly equal parts (int) or at the given indices (list): views."""
+    if input.dim() == 0:
+        raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
+                           "tensor with 0 dims")
+    d = S.wrap_dim(dim, input.dim())
+    size = input.shape[d]
+    ios = indices_or_sections
+    if isinstance(ios, Tensor):
+        if ios.dtype is not D.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype "
+                               f"of long, but got {torch_name(ios.dtype)}")
+        if ios.dim() > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {ios.dim()} dims")
+        ios = ios.item() if ios.dim() == 0 else ios.tolist()
+    if isinstance(ios, int):
+        if ios <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {ios}")
+        q, r = divmod(size, ios)
+        bounds, start = [], 0
+        for k in range(ios):
+            n = q + (1 if k < r else 0)
+            bounds.append((start, n))
+            start += n
+    else:
+        cuts = [0] + [int(i) for i in ios] + [size]
+        bounds = []
+        for k in range(len(cuts) - 1):   # Python slice semantics: negatives wrap, ends clamp
+            lo = cuts[k] if k else 0
+            a, b, _ = slice(lo, cuts[k + 1] if k < len(cuts) - 2 else None).indices(size)
+            bounds.append((a, max(0, b - a)))
+    return tuple(input.narrow(d, a, n) for a, n in bounds)
+
+
+def _split_n(input, sections, dim, name, min_dim):
+    if input.dim() < min_dim:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, "
+                           f"but got a tensor with {input.dim()} dimensions!")
+    if isinstance(sections, int):
+        size = input.shape[dim]
+        if sections == 0 or size % sections:
+            raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
+                               f"size of the dimension {size} is not divisible by the split_size "
+                               f"{sections}!")
+    return tensor_split(input, sections, dim)
+
+
+def hsplit(input, indices_or_sections):
+    return _split_n(input, indices_or_sections, 1 if input.dim() > 1 else 0, "hsplit", 1)
+
+
+def vsplit(input, indices_or_sections):
+    return _split_n(input, indices_or_sections, 0, "vsplit", 2)
+
+
+def dsplit(input, indices_or_sections):
+    return _split_n(input, indices_or_sections, 2, "dsplit", 3)
+
+
+# ---- flip, roll, rot90 ---------------------------------------------------------------------
+_FLIP = OpDef("flip", EXTERN, attrs={"dims": ()},
+              grads={"self": lambda g, dims: flip(g, dims)})
+
+
+def flip(input, dims):
+    """Reverse the order of elements along `dims` (a copy, as in PyTorch)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if input.dim() == 0:   # a 0-d tensor accepts dims 0 and -1 and is its own flip
+        for d in dims:
+            S.wrap_dim(d, 0)
+        wd = ()
+    else:
+        wd = S.wrap_dims(dims, input.dim())
+    r = np.flip(input._data, wd).copy() if wd else input._data.copy()
+    return finish(_FLIP, (input,), r, input.dtype, {"dims": wd})
+
+
+def fliplr(input):
+    if input.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, (1,))
+
+
+def flipud(input):
+    if input.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, (0,))
+
+
+_ROLL = OpDef("roll", EXTERN, attrs={"shifts": (), "dims": ()},
+              grads={"self": lambda g, shifts, dims: roll(g, tuple(-s for s in shifts),
+                                                          dims or None)})
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements cyclically along `dims` (of the flattened tensor when dims is None)."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    dims = () if dims is None else (dims,) if isinstance(dims, int) else tuple(dims)
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if not dims and len(shifts) != 1 or dims and len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
+                           f"{len(dims)}")
+    a = input._data
+    if not dims:
+        r = np.roll(a.reshape(-1), shifts[0]).reshape(a.shape)
+    else:
+        wd = tuple(S.wrap_dim(d, a.ndim) for d in dims)
+        r = np.roll(a, shifts, wd) if a.ndim else a.copy()
+        dims = wd
+    return finish(_ROLL, (input,), r, input.dtype, {"shifts": shifts, "dims": dims})
+
+
+_ROT90 = OpDef("rot90", EXTERN, attrs={"k": 1, "dims": (0, 1)},
+               grads={"self": lambda g, k, dims: rot90(g, -k, dims)})
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees `k` times in the plane of `dims` (from the first towards the
+    second)."""
+    dims = tuple(dims)
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if input.dim() < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.dim()}")
+    d0, d1 = (S.wrap_dim(d, input.dim()) for d in dims)
+    if d0 == d1:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    r = np.rot90(input._data, k, (d0, d1)).copy()   # (a fresh C-ordered array)
+    return finish(_ROT90, (input,), r, input.dtype, {"k": k, "dims": (d0, d1)})
+
+
+# ---- repeat, tile, repeat_interleave --------------------------------------------------------
+def _repeat_grad(g, reps, shape):
+    pshape = (1,) * (len(reps) - len(shape)) + tuple(shape)
+    inter = [x for r, s in zip(reps, pshape) for x in (r, s)]
+    return g.reshape(inter).sum(tuple(range(0, 2 * len(reps), 2))).reshape(shape)
+
+
+_REPEAT = OpDef("repeat", EXTERN, attrs={"reps": (), "shape": ()},
+                grads={"self": lambda g, reps, shape: _repeat_grad(g, reps, shape)})
+
+
+def repeat(self, *sizes):
+    """Tile `self` `sizes[i]` times along each dim (extra leading sizes add dims)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(s) for s in sizes)
+    if len(sizes) < self.dim():
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    pshape = (1,) * (len(sizes) - self.dim()) + tuple(self.shape)
+    target = [r * s for r, s in zip(sizes, pshape)]
+    if any(r < 0 for r in sizes):
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(target)}: {target}")
+    r = np.tile(self._data.reshape(pshape), sizes)
+    return finish(_REPEAT, (self,), r, self.dtype, {"reps": sizes, "shape": self._data.shape})
+
+
+def tile(input, dims):
+    dims = tuple(dims) if not isinstance(dims, int) else (dims,)
+    dims = (1,) * (input.dim() - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element (along `dim`, or of the flattened tensor) `repeats` times; as an
+    index_select, so its derivative sums the copies back (index_add)."""
+    from .scatter import index_select
+    if repeats is None:   # repeat_interleave(counts): arange(len(counts)) repeated counts times
+        if input.dim() != 1:
+            raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
+        reps = _check_repeats(input)
+        return wrap(np.repeat(np.arange(input.shape[0]), reps), input.dtype)
+    if dim is None:
+        input = input.reshape(-1)
+        dim = 0
+    d = S.wrap_dim(dim, input.dim())
+    n = input.shape[d] if input.dim() else 1
+    if isinstance(repeats, Tensor):
+        if repeats.dim() > 1:
+            raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
+        reps = _check_repeats(repeats)
+        if reps.size == 1:
+            reps = np.full(n, int(reps.reshape(-1)[0]))
+        elif reps.size != n:
+            raise RuntimeError(f"repeats must have the same size as input along dim, but got "
+                               f"repeats.size(0) = {reps.size} and input.size({d}) = {n}")
+    else:
+        if repeats < 0:
+            raise RuntimeError("Repeats must be non-negative")
+        reps = np.full(n, int(repeats))
+    idx = np.repeat(np.arange(n), reps)
+    if output_size is not None and output_size != idx.size:
+        raise RuntimeError("allocated size does not match required size")
+    if input.dim() == 0:
+        input = input.reshape(1)
+    return index_select(input, d, wrap(idx, D.int64))
+
+
+def _check_repeats(t):
+    if t.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f'"repeat_interleave_cpu" not implemented for '
+                           f"'{torch_name(t.dtype)}'")
+    reps = t._data.astype(np.int64)
+    if (reps < 0).any():
+        raise RuntimeError("repeats can not be negative")
+    return reps
+
+
+# ---- broadcast_tensors, meshgrid -------------------------------------------------------------
+def broadcast_tensors(*tensors):
+    """Expanded views of the tensors, all with their common broadcast shape."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    shape = S.broadcast_shapes(*[t._data.shape for t in tensors])
+    return tuple(t.expand(shape) for t in tensors)
+
+
+def meshgrid(*tensors, indexing="ij"):
+    """Coordinate grids (views) from 1-D tensors; indexing 'xy' swaps the first two dims."""
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if not tensors:
+        raise RuntimeError("meshgrid expects a non-empty TensorList")
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f'torch.meshgrid: indexing must be one of "xy" or "ij", but received: '
+                           f"{indexing}")
+    for t in tensors:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t}")
+        if t.dtype is not tensors[0].dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+    ts = list(tensors)
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    n = len(ts)
+    out = [t.reshape([-1 if k == i else 1 for k in range(n)]).expand(shape)
+           for i, t in enumerate(ts)]
+    if swap:
+        out[0], out[1] = out[1], out[0]
+    return tuple(out)
+
+
+# ---- tril, triu and their index lists ---------------------------------------------------------
+_TRIL = OpDef("tril", EXTERN, attrs={"diagonal": 0},
+              grads={"self": lambda g, diagonal: tril(g, diagonal)})
+_TRIU = OpDef("triu", EXTERN, attrs={"diagonal": 0},
+              grads={"self": lambda g, diagonal: triu(g, diagonal)})
+
+
+def _tri(op, np_fn, input, diagonal):
+    if input.dim() < 2:
+        raise RuntimeError(f"{op.name}: input tensor must have at least 2 dimensions")
+    r = np_fn(input._data, diagonal)
+    return finish(op, (input,), r, input.dtype, {"diagonal": diagonal})
+
+
+def tril(input, diagonal=0, *, out=None):
+    """The lower triangle of the last two dims (elements above `diagonal` zeroed)."""
+    return _out(_tri(_TRIL, np.tril, input, diagonal), out)
+
+
+def triu(input, diagonal=0, *, out=None):
+    """The upper triangle of the last two dims (elements below `diagonal` zeroed)."""
+    return _out(_tri(_TRIU, np.triu, input, diagonal), out)
+
+
+def _tri_indices(name, np_fn, row, col, offset, dtype):
+    from ..core.dtype import to_dtype
+    dt = D.int64 if dtype is None else to_dtype(dtype)
+    if dt not in (D.int64, D.int32):
+        raise RuntimeError(f'"{name}" not implemented for \'{torch_name(dt)}\'')
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
+    r, c = np_fn(row, offset, col)
+    return wrap(np.stack([r, c]).astype(dt.np).reshape(2, -1), dt)
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    """Row/column indices (2 x N) of the lower triangle of a row x col matrix."""
+    return _tri_indices("tril_indices", np.tril_indices, row, col, offset, dtype)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
+    return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype)
+
+
+# ---- one_hot, atleast_Nd, ravel --------------------------------------------------------------
+def one_hot(tensor, num_classes=-1):
+    """int64 one-hot encoding along a new last dim (``nn.functional.one_hot``)."""
+    if tensor.dtype is not D.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    a = tensor._data
+    if num_classes == -1:
+        if a.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(a.max()) + 1
+    if a.size and a.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if a.size and (num_classes < 0 or a.max() >= num_classes):
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return wrap(a[..., None] == np.arange(num_classes), D.int64)
+
+
+def _atleast(n, tensors):
+    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    out = []
+    for t in tensors:
+        shape = tuple(t.shape)
+        if len(shape) < n:
+            if n == 3 and len(shape) == 1:
+                shape = (1,) + shape + (1,)
+            elif n == 3 and len(shape) == 2:
+                shape = shape + (1,)
+            else:
+                shape = (1,) * (n - len(shape)) + shape
+            t = t.reshape(shape)
+        out.append(t)
+    return out[0] if single else tuple(out)
+
+
+def atleast_1d(*tensors):
+    return _atleast(1, tensors)
+
+
+def atleast_2d(*tensors):
+    return _atleast(2, tensors)
+
+
+def atleast_3d(*tensors):
+    return _atleast(3, tensors)
+
+
+def ravel(input):
+    """The flattened tensor: a view when possible, else a copy."""
+    return input.reshape(-1)
 
 
 register(OpDef("cat", COMPOSITE, method=False), cat, names=("cat", "concat", "concatenate"))
 register(OpDef("stack", COMPOSITE, method=False), stack)
+for _f in (hstack, vstack, dstack, column_stack, broadcast_tensors, meshgrid, atleast_1d,
+           atleast_2d, atleast_3d, tril_indices, triu_indices):
+    register(OpDef(_f.__name__, COMPOSITE, method=False), _f)
+register(OpDef("row_stack", COMPOSITE, method=False), lambda tensors, *, out=None: vstack(
+    tensors, out=out), names=("row_stack",))
+for _f in (tensor_split, hsplit, vsplit, dsplit, flip, fliplr, flipud, roll, rot90, tile,
+           repeat_interleave, tril, triu, ravel):
+    register(OpDef(_f.__name__, COMPOSITE), _f)
+register(OpDef("repeat", EXTERN, function=False), repeat)
+METHODS["tril_"] = lambda self, diagonal=0: self.copy_(tril(self, diagonal))
+METHODS["triu_"] = lambda self, diagonal=0: self.copy_(triu(self, diagonal))

@@ -1,15 +1,99 @@
-"""Matrix products through BLAS (NumPy's matmul). More of linear algebra lives here as the
-op library grows; every kernel calls BLAS on whole batches, never a Python loop.
+"""Matrix products and their relatives: matmul, mm, bmm, mv, dot, outer, addmm & co, einsum,
+tensordot, kron, trace, diag, cross, cdist.
+
+Every kernel calls BLAS (np.matmul / np.einsum(optimize=True)) on whole batches, never a
+Python loop over batch elements. Derivatives are written with ember ops, so they can be
+differentiated again. Ops with several tensor inputs or outputs (einsum, the decompositions
+in ember/linalg.py) use `record_fn`: a node whose backward is a Python function of ember ops.
 """
 import numpy as np
 
+from ..core import strides as S
+from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, EXTERN, register
+from .registry import OpDef, EXTERN, COMPOSITE, register
+
+LOWP = (D.float16, D.bfloat16)
 
 
+# ---- nodes for ops with several inputs/outputs ------------------------------------------
+class FnNode(graph.Node):
+    """Backward = ``fn(grads, needs, *saved)``; saved tensors are version-checked on use."""
+    __slots__ = ("_fn", "_saved", "_needs")
+
+    def apply(self, grads):
+        vals = [s.unpack(self) if type(s) is graph.SavedTensor else s for s in self._saved]
+        return tuple(self._fn(grads, self._needs, *vals))
+
+    def release(self):
+        for s in self._saved:
+            if type(s) is graph.SavedTensor:
+                s.released = True
+                if not s.is_output:
+                    s.tensor = None
+
+
+_NODE_CLASSES = {}
+
+
+def record_fn(name, inputs, outputs, fn, saved=()):
+    """Attach one node named `name` to `outputs` (a tuple); returns `outputs`.
+
+    `fn(grads, needs, *saved)` returns one gradient (or None) per input; `grads` holds one
+    entry per output (None where nothing flowed). Tensors in `saved` that are outputs are
+    saved as outputs (no reference cycle); others as inputs."""
+    if not state.enabled or not any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
+        return outputs
+    cls = _NODE_CLASSES.get(name)
+    if cls is None:
+        cls = _NODE_CLASSES[name] = type(name, (FnNode,), {"__slots__": ()})
+    node = cls.__new__(cls)
+    edges = tuple(graph.edge_of(t) if isinstance(t, Tensor) else (None, 0) for t in inputs)
+    node._setup(edges, tuple((t._data.shape, t.dtype) if isinstance(t, Tensor) else None
+                             for t in inputs))
+    node._needs = tuple(e[0] is not None for e in edges)
+    node._fn = fn
+    for i, o in enumerate(outputs):
+        if o.dtype.is_floating_point:
+            o.grad_fn = node
+            o._requires_grad = True
+            o._output_nr = i
+    out_ids = {id(o): o for o in outputs}
+    node._saved = [graph.SavedTensor(s, id(s) in out_ids) if isinstance(s, Tensor) else s
+                   for s in saved]
+    return outputs
+
+
+def finish(op, args, arr, dt, attrs=None):
+    """Wrap a kernel result and record `op`'s node when an input requires grad."""
+    out = wrap(arr, dt)
+    if state.enabled and dt.is_floating_point and any(
+            isinstance(a, Tensor) and a._requires_grad for a in args):
+        graph.record(op, args, out, attrs or {})
+    return out
+
+
+def _out(result, out):
+    if out is not None:
+        from ..dispatch import copy_into_out
+        return copy_into_out(out, result)
+    return result
+
+
+def kernel_array(t):
+    """The array a kernel computes on: float32 for low-precision floats (NumPy has no BLAS
+    for them)."""
+    return t._data.astype(np.float32) if t.dtype in LOWP else t._data
+
+
+def _fname(dt):
+    return torch_name(dt)
+
+
+# ---- matmul family ------------------------------------------------------------------------
 def _mm_self_grad(g, self, other):
     if self.dim() == 1 and other.dim() == 1:
         return g * other
@@ -30,8 +114,24 @@ def _mm_other_grad(g, self, other):
     return self.mT @ g
 
 
-_MATMUL = OpDef("matmul", EXTERN, inputs=("self", "other"),
-                grads={"self": _mm_self_grad, "other": _mm_other_grad}, node_name="MmBackward0")
+_MM_GRADS = {"self": _mm_self_grad, "other": _mm_other_grad}
+_MATMUL = OpDef("matmul", EXTERN, inputs=("self", "other"), grads=_MM_GRADS,
+                node_name="MmBackward0")
+_BMM = OpDef("bmm", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
+_MV = OpDef("mv", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
+_DOT = OpDef("dot", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
+
+
+def _product(op, input, other):
+    """np.matmul on the operands, with PyTorch's dtype rule (same dtype, no bool)."""
+    if input.dtype.name == "bool":
+        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
+    try:
+        r = np.matmul(kernel_array(input), kernel_array(other))
+    except ValueError:
+        _matmul_error(input._data, other._data)
+        raise
+    return finish(op, (input, other), r, input.dtype)
 
 
 def matmul(input, other, *, out=None):
@@ -50,20 +150,7 @@ def matmul(input, other, *, out=None):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{input.dtype.name.replace('float32', 'float')} != "
                            f"{other.dtype.name.replace('float32', 'float')}")
-    if input.dtype.name == "bool":
-        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
-    try:
-        r = np.matmul(a, b)
-    except ValueError:
-        _matmul_error(a, b)
-        raise
-    result = wrap(r, input.dtype)
-    if state.enabled and (input._requires_grad or other._requires_grad):
-        graph.record(_MATMUL, (input, other), result, {})
-    if out is not None:
-        from ..dispatch import copy_into_out
-        return copy_into_out(out, result)
-    return result
+    return _out(_product(_MATMUL, input, other), out)
 
 
 def _matmul_error(a, b):
@@ -76,8 +163,7 @@ def _matmul_error(a, b):
     if a2.shape[-1] != b2.shape[-2]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a2.shape[0]}x"
                            f"{a2.shape[1]} and {b2.shape[-2]}x{b2.shape[-1]})")
-    from ..core.strides import broadcast_shapes
-    broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    S.broadcast_shapes(a.shape[:-2], b.shape[:-2])
 
 
 def mm(input, mat2, *, out=None):
@@ -86,5 +172,494 @@ def mm(input, mat2, *, out=None):
     return matmul(input, mat2, out=out)
 
 
+def _same_dtype_scalar(a, b):
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_fname(a.dtype)} but found {_fname(b.dtype)}")
+
+
+def bmm(input, mat2, *, out=None):
+    """Batched matrix product of (b, n, m) and (b, m, p) tensors (no broadcasting)."""
+    for name, t in (("batch1", input), ("batch2", mat2)):
+        if t.dim() != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+    b, n, m = input.shape
+    if tuple(mat2.shape[:2]) != (b, m):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {m}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    _same_dtype_scalar(input, mat2)
+    return _out(_product(_BMM, input, mat2), out)
+
+
+def mv(input, vec, *, out=None):
+    """Matrix (n, m) times vector (m,)."""
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.dim()}, "
+                           f"{vec.dim()}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat "
+                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
+    _same_dtype_scalar(input, vec)
+    return _out(_product(_MV, input, vec), out)
+
+
+def _vec_check(input, other):
+    if input.dim() != 1 or other.dim() != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.dim()}D and {other.dim()}D "
+                           "tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_fname(input.dtype)} and {_fname(other.dtype)}")
+    if input.dtype is D.bool_:
+        raise RuntimeError('"dot" not implemented for \'Bool\'')
+    if input.shape[0] != other.shape[0]:
+        _matmul_error(input._data, other._data)
+
+
+def dot(input, tensor, *, out=None):
+    """Inner product of two 1-D tensors of the same dtype."""
+    _vec_check(input, tensor)
+    return _out(_product(_DOT, input, tensor), out)
+
+
+def vdot(input, other, *, out=None):
+    """Inner product conjugating the first vector (the same as ``dot`` for real tensors)."""
+    return dot(input, other, out=out)
+
+
+def outer(input, vec2, *, out=None):
+    """Outer product of two vectors (types promote, as ``a[:, None] * b``)."""
+    if input.dim() != 1 or vec2.dim() != 1:
+        raise RuntimeError(f"outer: Expected 1-D argument self, but got {input.dim()}-D"
+                           if input.dim() != 1 else
+                           f"outer: Expected 1-D argument vec2, but got {vec2.dim()}-D")
+    return _out(input.unsqueeze(1) * vec2, out)
+
+
+# ---- addmm, addmv, addbmm, baddbmm: beta * input + alpha * product ----------------------
+def _add_prod_grads(name):
+    def g_input(g, beta):
+        return g * beta if beta != 1 else g
+
+    def g_a(g, b, alpha):
+        r = _bmm_grad_a(g, b, name)
+        return r * alpha if alpha != 1 else r
+
+    def g_b(g, a, alpha):
+        r = _bmm_grad_b(g, a, name)
+        return r * alpha if alpha != 1 else r
+    return {"self": g_input, "a": g_a, "b": g_b}
+
+
+def _bmm_grad_a(g, b, name):
+    if name == "addmv":
+        return g.unsqueeze(-1) * b
+    if name == "addbmm":
+        return g.unsqueeze(0) @ b.mT
+    return g @ b.mT
+
+
+def _bmm_grad_b(g, a, name):
+    if name == "addmv":
+        return a.mT @ g
+    if name == "addbmm":
+        return a.mT @ g.unsqueeze(0)
+    return a.mT @ g
+
+
+_ADD_OPS = {n: OpDef(n, EXTERN, inputs=("self", "a", "b"), attrs={"beta": 1, "alpha": 1},
+                     grads=_add_prod_grads(n)) for n in ("addmm", "addmv", "addbmm", "baddbmm")}
+
+
+def _add_product(name, input, a, b, beta, alpha, prod_shape, out):
+    """Shared tail: dtype checks, the BLAS product, scale, add the broadcast input."""
+    if input.dtype is not b.dtype:
+        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                           f"{_fname(input.dtype)} and {_fname(b.dtype)}")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype.name} != {b.dtype.name}")
+    if a.dtype is D.bool_:
+        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
+    input.expand(prod_shape)   # raises PyTorch's message when input does not broadcast
+    x, y = kernel_array(a), kernel_array(b)
+    if name == "addbmm":   # sum_b a[b] @ b[b] as one GEMM: (n, b*m) @ (b*m, p)
+        bt, n, m = x.shape
+        p = np.matmul(x.transpose(1, 0, 2).reshape(n, bt * m), y.reshape(bt * m, -1))
+    else:
+        p = np.matmul(x, y)
+    if alpha != 1:
+        p = p * alpha
+    if beta != 0:
+        inp = kernel_array(input)
+        p = p + (inp * beta if beta != 1 else inp)
+    p = np.broadcast_to(p, prod_shape)
+    r = finish(_ADD_OPS[name], (input, a, b), np.ascontiguousarray(p), input.dtype,
+               {"beta": beta, "alpha": alpha})
+    return _out(r, out)
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * (mat1 @ mat2)``; input broadcasts to the product's shape."""
+    for name, t in (("mat1", mat1), ("mat2", mat2)):
+        if t.dim() != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {t.dim()}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        _matmul_error(mat1._data, mat2._data)
+    return _add_product("addmm", input, mat1, mat2, beta, alpha,
+                        (mat1.shape[0], mat2.shape[1]), out)
+
+
+def addmv(input, mat, vec, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * (mat @ vec)``."""
+    if mat.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, "
+                           f"{mat.dim()}, {vec.dim()}")
+    if mat.shape[1] != vec.shape[0] or input.numel() not in (1, mat.shape[0]):
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0] if input.dim() else 1})"
+                           f", mat ({mat.shape[0]}x{mat.shape[1]}), vec ({vec.shape[0]})")
+    return _add_product("addmv", input, mat, vec, beta, alpha, (mat.shape[0],), out)
+
+
+def _batch_checks(b1, b2):
+    for name, t in (("batch1", b1), ("batch2", b2)):
+        if t.dim() != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+
+
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    _batch_checks(batch1, batch2)
+    if batch1.shape[0] != batch2.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got "
+                           f"{batch1.shape[0]} and {batch2.shape[0]}")
+    if batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({batch1.shape[1]}x"
+                           f"{batch1.shape[2]} and {batch2.shape[1]}x{batch2.shape[2]})")
+    return _add_product("addbmm", input, batch1, batch2, beta, alpha,
+                        (batch1.shape[1], batch2.shape[2]), out)
+
+
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
+    """``beta * input + alpha * bmm(batch1, batch2)``."""
+    _batch_checks(batch1, batch2)
+    b, n, m = batch1.shape
+    if tuple(batch2.shape[:2]) != (b, m):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{b}, {m}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
+    return _add_product("baddbmm", input, batch1, batch2, beta, alpha, (b, n, batch2.shape[2]),
+                        out)
+
+
+# ---- einsum ---------------------------------------------------------------------------------
+_LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _parse_einsum(equation, shapes):
+    """Rewrite `equation` with explicit letters for ellipses and an explicit output.
+
+    Returns (list of input subscripts, output subscripts, {letter: size})."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    terms = lhs.split(",")
+    if len(terms) > len(shapes):
+        raise RuntimeError("einsum(): fewer operands were provided than specified in the "
+                           "equation")
+    if len(terms) < len(shapes):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                           "equation")
+    pos = 0
+    for part in terms + ([rhs] if arrow else []):
+        for k, c in enumerate(part.replace("...", "")):
+            if c not in _LETTERS:
+                at = eq.index(c, pos) if c in eq[pos:] else pos
+                raise RuntimeError(f"einsum(): invalid subscript given at index {at} in the "
+                                   "equation string, subscripts must be in [a-zA-Z]")
+    used = set(c for c in eq if c in _LETTERS)
+    free = [c for c in _LETTERS if c not in used]
+    ell_nd = max([len(sh) - len(t.replace("...", "")) for t, sh in zip(terms, shapes)
+                  if "..." in t] or [0])
+    ell = "".join(free[:ell_nd])
+    subs, sizes = [], {}
+    for i, (t, sh) in enumerate(zip(terms, shapes)):
+        if "..." in t:
+            n = len(sh) - len(t.replace("...", ""))
+            if n < 0:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                                   f"({len(t) - 3}) is more than the number of dimensions "
+                                   f"({len(sh)}) for operand {i}")
+            t = t.replace("...", ell[ell_nd - n:])
+        elif len(t) != len(sh):
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(t)}) "
+                               f"does not match the number of dimensions ({len(sh)}) for "
+                               f"operand {i} and no ellipsis was given")
+        for k, (c, s) in enumerate(zip(t, sh)):
+            if c in sizes and s != sizes[c] and s != 1 and sizes[c] != 1:
+                if c in ell:
+                    raise RuntimeError(f"einsum(): dimension {ell.index(c)} covered by ellipsis "
+                                       f"in operand {i}has size {s} which does not broadcast "
+                                       f"with previously seen ellipsis with size {sizes[c]} "
+                                       "for the respective dimension")
+                raise RuntimeError(f"einsum(): subscript {c} has size {s} for operand {i} which "
+                                   f"does not broadcast with previously seen size {sizes[c]}")
+            if c not in sizes or sizes[c] == 1:
+                sizes[c] = s
+        subs.append(t)
+    if arrow:
+        seen = set()
+        for c in rhs.replace("...", ""):
+            if c in seen:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   "the output")
+            if c not in sizes:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+            seen.add(c)
+        out = rhs.replace("...", ell) if "..." in rhs else rhs
+    else:
+        counts = {}
+        for t in subs:
+            for c in t:
+                if c not in ell:
+                    counts[c] = counts.get(c, 0) + 1
+        out = ell + "".join(sorted(c for c, n in counts.items() if n == 1))
+    return subs, out, sizes
+
+
+def einsum(equation, *operands):
+    """Einstein summation (``einsum("bij,bjk->bik", a, b)``), with ellipses, broadcasting and
+    repeated subscripts (diagonals). Operands come as varargs or as one list."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    for t in operands[1:]:
+        if t.dtype is not operands[0].dtype:
+            raise RuntimeError(f"expected scalar type {_fname(operands[0].dtype)} but found "
+                               f"{_fname(t.dtype)}")
+    subs, out, sizes = _parse_einsum(equation, [t._data.shape for t in operands])
+    return _einsum(subs, out, sizes, operands)
+
+
+def _einsum(subs, out, sizes, operands):
+    eq = ",".join(subs) + "->" + out
+    dt = operands[0].dtype
+    if dt is D.bool_:
+        r = np.einsum(eq, *[t._data.astype(np.int64) for t in operands], optimize=True) != 0
+    else:
+        r = np.einsum(eq, *[kernel_array(t) for t in operands], optimize=True)
+    r = np.asarray(r)
+    if len(subs) == 1 and not dt.is_floating_point and set(subs[0]) - set(out):
+        dt = D.int64   # PyTorch reduces a lone integer operand with sum(), which gives int64
+    result = wrap(r if r.flags.c_contiguous else r.copy(), dt)
+    if dt.is_floating_point:
+        record_fn("EinsumBackward0", operands, (result,),
+                  lambda grads, needs, *ops: _einsum_grads(grads[0], needs, subs, out, sizes,
+                                                           ops),
+                  operands)
+    return result
+
+
+def _einsum_grads(g, needs, subs, out, sizes, ops):
+    """d/d operand i: an einsum of the gradient with the other operands, producing the unique
+    letters of operand i; letters summed only in operand i are expanded back, and repeated
+    letters (diagonals) are put back on their diagonal."""
+    res = []
+    for i, s in enumerate(subs):
+        if not needs[i]:
+            res.append(None)
+            continue
+        others = [subs[j] for j in range(len(subs)) if j != i]
+        avail = set(out).union(*others) if others else set(out)
+        uniq = "".join(dict.fromkeys(s))
+        keep = "".join(c for c in uniq if c in avail)
+        gi = _einsum([out] + others, keep, sizes,
+                     (g,) + tuple(ops[j] for j in range(len(subs)) if j != i))
+        # letters only in operand i: broadcast the gradient along them
+        for k, c in enumerate(uniq):
+            if c not in avail:
+                gi = gi.unsqueeze(k)
+        gi = gi.expand(tuple(sizes[c] for c in uniq))
+        if len(uniq) != len(s):
+            gi = _undiagonal(gi, uniq, s)
+        res.append(gi)
+    return res
+
+
+def _undiagonal(gi, uniq, s):
+    """Spread a gradient over unique letters onto the (generalised) diagonal of subscripts s."""
+    shape = [gi.shape[uniq.index(c)] for c in s]
+    first = {}
+    for k, c in enumerate(s):
+        first.setdefault(c, k)
+    # place each unique letter's dim at its first occurrence, size-1 dims at repeats
+    order = sorted(range(len(uniq)), key=lambda j: first[uniq[j]])
+    gi = gi.permute(order)
+    view = [shape[k] if first[c] == k else 1 for k, c in enumerate(s)]
+    gi = gi.reshape(view).expand(shape)
+    mask = np.ones(shape, dtype=bool)
+    for k, c in enumerate(s):
+        if first[c] != k:
+            a = np.arange(shape[k])
+            sh1 = [1] * len(s)
+            sh1[k] = shape[k]
+            sh2 = [1] * len(s)
+            sh2[first[c]] = shape[k]
+            mask = mask & (a.reshape(sh1) == a.reshape(sh2))
+    return gi * wrap(mask.astype(gi.dtype.np), gi.dtype)
+
+
+# ---- tensordot, kron, trace ------------------------------------------------------------------
+def tensordot(a, b, dims=2, out=None):
+    """Contract dims of `a` with dims of `b`: ``dims`` is an int n (last n of a with first n of
+    b) or a pair of lists. Computed as one matrix product."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > a.dim() or dims > b.dim():
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        da, db = list(range(-dims, 0)), list(range(dims))
+    else:
+        da, db = dims
+        da = [da] if isinstance(da, int) else list(da)
+        db = [db] if isinstance(db, int) else list(db)
+        if len(da) != len(db):
+            raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_fname(a.dtype)} but found {_fname(b.dtype)}")
+    wa = [S.wrap_dim(d, a.dim()) for d in da]
+    wb = [S.wrap_dim(d, b.dim()) for d in db]
+    for x, y, ox, oy in zip(wa, wb, da, db):
+        if a.shape[x] != b.shape[y]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size "
+                               f"{a.shape[x]} in dim {ox} and second has size {b.shape[y]} "
+                               f"in dim {oy}")
+    fa = [d for d in range(a.dim()) if d not in wa]
+    fb = [d for d in range(b.dim()) if d not in wb]
+    ka = int(np.prod([a.shape[d] for d in wa], dtype=np.int64))
+    am = a.permute(fa + wa).reshape(-1, ka)
+    bm = b.permute(wb + fb).reshape(ka, -1)
+    r = matmul(am, bm).reshape([a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+    return _out(r, out)
+
+
+def kron(input, other, *, out=None):
+    """Kronecker product: block (i, j) is ``input[i, j] * other``."""
+    nd = max(input.dim(), other.dim())
+    a = input.reshape((1,) * (nd - input.dim()) + tuple(input.shape))
+    b = other.reshape((1,) * (nd - other.dim()) + tuple(other.shape))
+    ai = a.reshape([s for d in a.shape for s in (d, 1)])
+    bi = b.reshape([s for d in b.shape for s in (1, d)])
+    return _out((ai * bi).reshape([x * y for x, y in zip(a.shape, b.shape)]), out)
+
+
+def trace(input):
+    """Sum of the main diagonal of a 2-D tensor (integer inputs give int64)."""
+    if input.dim() != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    return input.diagonal().sum()
+
+
+# ---- diag, diag_embed, diagflat ---------------------------------------------------------------
+_DIAG_EMBED = OpDef("diag_embed", EXTERN, attrs={"offset": 0, "dim1": -2, "dim2": -1},
+                    grads={"self": lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2)})
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """A tensor whose diagonals (over dims dim1, dim2 of the result) hold `input`'s last dim."""
+    nd = input.dim() + 1
+    d1, d2 = S.wrap_dim(dim1, nd), S.wrap_dim(dim2, nd)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    a = input._data if input.dim() else input._data.reshape(1)
+    n = a.shape[-1] + abs(offset)
+    rest = list(a.shape[:-1])
+    shape = []
+    for k in range(nd):
+        shape.append(n if k in (d1, d2) else rest.pop(0))
+    r = np.zeros(shape, a.dtype)
+    # write through a view of r in which (d1, d2) are the last two dims
+    others = [k for k in range(nd) if k not in (d1, d2)]
+    v = r.transpose(others + [d1, d2])
+    i = np.arange(a.shape[-1])
+    rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+    v[..., rows, cols] = a
+    return finish(_DIAG_EMBED, (input,), r, input.dtype,
+                  {"offset": offset, "dim1": d1, "dim2": d2})
+
+
+def diag(input, diagonal=0, *, out=None):
+    """1-D -> a square matrix with `input` on a diagonal; 2-D -> a copy of that diagonal."""
+    if input.dim() == 1:
+        return _out(diag_embed(input, diagonal, 0, 1), out)
+    if input.dim() == 2:
+        return _out(input.diagonal(diagonal).clone(), out)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.dim()}D")
+
+
+def diagflat(input, offset=0):
+    return diag_embed(input.reshape(-1), offset, 0, 1)
+
+
+# ---- cross, cdist -----------------------------------------------------------------------------
+_CROSS = OpDef("linalg_cross", EXTERN, inputs=("self", "other"), attrs={"dim": -1},
+               grads={"self": lambda g, other, dim: _cross(other, g, dim),
+                      "other": lambda g, self, dim: _cross(g, self, dim)})
+
+
+def _cross(a, b, dim):
+    """Cross product of broadcast tensors along `dim` (already wrapped, size 3)."""
+    shape = S.broadcast_shapes(a._data.shape, b._data.shape)
+    x, y = np.broadcast_to(a._data, shape), np.broadcast_to(b._data, shape)
+    r = np.cross(x, y, axis=dim)
+    return finish(_CROSS, (a, b), r, a.dtype, {"dim": dim})
+
+
+def linalg_cross(input, other, *, dim=-1, out=None):
+    """Cross product of 3-vectors along `dim`, broadcasting the other dims."""
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {_fname(input.dtype)} but found "
+                           f"{_fname(other.dtype)}")
+    if input.dim() != other.dim():
+        raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
+    shape = S.broadcast_shapes(input._data.shape, other._data.shape)
+    d = S.wrap_dim(dim, len(shape))
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[d]} and {other.shape[d]}")
+    return _out(_cross(input, other, d), out)
+
+
+def cross(input, other, dim=None, *, out=None):
+    """``torch.cross``: like linalg.cross, but dim=None picks the first dim of size 3."""
+    if dim is None:
+        shape = S.broadcast_shapes(input._data.shape, other._data.shape)
+        dim = next((k for k, s in enumerate(shape) if s == 3), -1)
+    return linalg_cross(input, other, dim=dim, out=out)
+
+
+def cdist(x1, x2, p=2.0, compute_mode=None):
+    """p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M)."""
+    if x1.dim() < 2 or x2.dim() < 2:
+        bad, t = ("X1", x1) if x1.dim() < 2 else ("X2", x2)
+        raise RuntimeError(f"cdist only supports at least 2D tensors, {bad} got: {t.dim()}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if not x1.dtype.is_floating_point:
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
+                           f"{_fname(x1.dtype)}")
+    from ..linalg import vector_norm
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    return vector_norm(diff, p, dim=-1)
+
+
 register(_MATMUL, matmul)
 register(OpDef("mm", EXTERN), mm)
+for _f in (bmm, mv, dot, vdot, outer, addmm, addmv, addbmm, baddbmm, kron, trace, diag,
+           diag_embed, diagflat, cross):
+    register(OpDef(_f.__name__, EXTERN), _f)
+register(OpDef("ger", EXTERN), lambda input, vec2: outer(input, vec2), names=("ger",))
+for _f in (einsum, tensordot, cdist):
+    register(OpDef(_f.__name__, COMPOSITE, method=False), _f)

@@ -9,17 +9,27 @@ import math
 import numpy as np
 
 from .. import dispatch
+from ..core import dtype as D
 from ..dispatch import (rule_promote, rule_float, rule_compare, rule_to_bool, rule_integral,
-                        rule_no_bool)
-from .registry import OpDef, POINTWISE, register
+                        rule_no_bool, torch_name, not_implemented, checked_scalar)
+from .registry import OpDef, POINTWISE, register, METHODS as _METHODS
 
 
 def defpw(name, ufunc=None, kernel=None, inputs=("self", "other"), rule=rule_promote,
-          grads=None, attrs=None, names=None, method_names=None, inplace=True, **kw):
+          grads=None, attrs=None, names=None, method_names=None, inplace=True, precheck=None,
+          exact_scalar=False, native_lowp=False, **kw):
+    """Define a pointwise op. `precheck(values, metas, promoted_dtype, attrs)`, if given, runs
+    on the raw operands before conversion (checks that need scalars or per-operand dtypes).
+    float16/bfloat16 compute in float32 with Python scalars first rounded to the low dtype,
+    as PyTorch does, except with `exact_scalar` (mul, div keep the scalar exact) or
+    `native_lowp` (the kernel runs on the low-precision array itself)."""
     if kernel is None:
         kernel = (lambda xp, *a, _u=ufunc: _u(*a))
     op = OpDef(name, POINTWISE, kernel=kernel, ufunc=ufunc, inputs=inputs, dtype_rule=rule,
                grads=grads, attrs=attrs, inplace=inplace, **kw)
+    op.precheck = precheck
+    op.exact_scalar = exact_scalar
+    op.native_lowp = native_lowp
     fn, inplace_fn = dispatch.make_pointwise(op)
     register(op, fn, names=names, method_names=method_names,
              inplace_fn=inplace_fn if inplace else None)
@@ -30,26 +40,61 @@ def _zeros(g):
     return g.mul(0)
 
 
+KINDS = "bif"   # dtype kinds: bool, integral, floating
+
+
+def only(kinds, kernel_name, base=rule_promote):
+    """A dtype rule: PyTorch's NotImplementedError (naming its CPU kernel) unless the promoted
+    dtype's kind is in `kinds` ("b" bool, "i" integral, "f" floating); then `base` decides."""
+    def rule(dt, name):
+        if KINDS[dt._kind] not in kinds:
+            raise not_implemented(kernel_name, dt)
+        return base(dt, name)
+    return rule
+
+
+def _np_torch_name(a):
+    return torch_name(D.FROM_NP[a.dtype])
+
+
 # ---- arithmetic ----
 def _add_kernel(xp, a, b, alpha=1):
     return xp.add(a, xp.multiply(b, alpha) if alpha != 1 else b)
 
 
 def _sub_kernel(xp, a, b, alpha=1):
-    if isinstance(a, np.ndarray) and a.dtype == np.bool_:
-        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
-                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
-                           "operator instead.")
     return xp.subtract(a, xp.multiply(b, alpha) if alpha != 1 else b)
 
 
-add = defpw("add", np.add, _add_kernel, attrs={"alpha": 1},
+def _check_alpha(values, metas, dt, attrs):
+    alpha = attrs.get("alpha", 1)
+    if isinstance(alpha, bool) and dt is not D.bool_:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and not dt.is_floating_point:
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+
+
+def _check_sub(values, metas, dt, attrs):
+    nbool = sum(d is D.bool_ for d, _ in metas)   # a bool Python scalar counts too
+    if nbool == 2:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if nbool:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    _check_alpha(values, metas, dt, attrs)
+
+
+add = defpw("add", np.add, _add_kernel, attrs={"alpha": 1}, precheck=_check_alpha,
             grads={"self": lambda g: g, "other": lambda g, alpha: g if alpha == 1 else g * alpha})
 sub = defpw("sub", None, _sub_kernel, attrs={"alpha": 1}, names=("sub", "subtract"),
+            precheck=_check_sub,
             grads={"self": lambda g: g, "other": lambda g, alpha: -g if alpha == 1 else g * -alpha})
-mul = defpw("mul", np.multiply, names=("mul", "multiply"),
+mul = defpw("mul", np.multiply, names=("mul", "multiply"), exact_scalar=True,
             grads={"self": lambda g, other: g * other, "other": lambda g, self: g * self})
-true_div = defpw("div", np.true_divide, rule=rule_float, errstate=True,
+true_div = defpw("div", np.true_divide, rule=rule_float, errstate=True, exact_scalar=True,
                  names=("true_divide",), method_names=("true_divide",),
                  grads={"self": lambda g, other: g / other,
                         "other": lambda g, self, other: -g * self / (other * other)})
@@ -68,9 +113,11 @@ def _div_floor_kernel(xp, a, b):
 
 
 _div_trunc = defpw("_div_trunc", None, _div_trunc_kernel, errstate=True, int_div_check=True,
-                   function=False, method=False, node_name="DivBackward2", inplace=False,
+                   rule=only("if", "div_trunc_cpu"),
+                   function=False, method=False, node_name="DivBackward2", inplace=True,
                    grads={"self": lambda g: _zeros(g), "other": lambda g: _zeros(g)})
 floor_divide = defpw("floor_divide", np.floor_divide, errstate=True, int_div_check=True,
+                     rule=only("if", "div_floor_cpu"),
                      grads={"self": lambda g: _zeros(g), "other": lambda g: _zeros(g)})
 
 
@@ -93,28 +140,62 @@ def div(input, other, *, rounding_mode=None, out=None):
 def div_(self, other, *, rounding_mode=None):
     if rounding_mode is None:
         return self.true_divide_(other)
-    return self.copy_(div(self, other, rounding_mode=rounding_mode))
+    if rounding_mode == "trunc":
+        return _DIV_TRUNC_INPLACE(self, other)
+    if rounding_mode == "floor":
+        return self.floor_divide_(other)
+    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                     f"found '{rounding_mode}'")
 
 
+_DIV_TRUNC_INPLACE = _METHODS.pop("_div_trunc_")
 for _n in ("div", "divide"):
     register(OpDef(_n, POINTWISE, method=True), div, names=(_n,))
-    from .registry import METHODS as _M
-    _M[_n + "_"] = div_
+    _METHODS[_n + "_"] = div_
 
 remainder = defpw("remainder", np.remainder, errstate=True, int_div_check=True,
+                  rule=only("if", "remainder_cpu"),
                   grads={"self": lambda g: g,
                          "other": lambda g, self, other: -g * self.div(other,
                                                                       rounding_mode="floor")})
-fmod = defpw("fmod", np.fmod, errstate=True, int_div_check=True,
+fmod = defpw("fmod", np.fmod, errstate=True, int_div_check=True, rule=only("if", "fmod_cpu"),
              grads={"self": lambda g: g,
                     "other": lambda g, self, other: -g * self.div(other, rounding_mode="trunc")})
 
 
+def _check_pow(values, metas, dt, attrs):
+    (a, (da, ca)), (b, (db, cb)) = zip(values, metas)
+    if ca == 2 or cb == 2:                 # a Python scalar base or exponent
+        if da is D.bool_ and db is D.bool_:
+            if cb == 2:
+                return                     # bool_tensor ** True stays bool
+            raise not_implemented("pow", dt)
+        if cb == 2 and not dt.is_floating_point and isinstance(b, int) and \
+                not isinstance(b, bool):
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            if da is not D.bool_:
+                info = np.iinfo(da.np)
+                if not info.min <= b <= info.max:
+                    raise RuntimeError(f"value cannot be converted to type {da.np.name}_t "
+                                       "without overflow")
+    elif dt is D.bool_:
+        raise not_implemented("pow", dt)
+
+
 def _pow_kernel(xp, a, b):
-    a_int = (a.dtype.kind in "iub") if isinstance(a, np.ndarray) else isinstance(a, int)
-    b_arr = np.asarray(b)
-    if a_int and b_arr.dtype.kind in "iu" and np.any(b_arr < 0):
-        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    if getattr(a, "dtype", None) == np.bool_ and isinstance(b, bool):
+        return a.copy() if b else xp.ones_like(a)
+    b_arr = xp.asarray(b)
+    if b_arr.dtype.kind in "iu" and np.asarray(a).dtype.kind in "iub" and (b_arr < 0).any():
+        # integer powers with negative integer tensor exponents, like PyTorch: 1 ** -n == 1,
+        # (-1) ** -n == +-1 by parity, anything else (0 included) ** -n == 0
+        neg = b_arr < 0
+        r = xp.power(a, xp.where(neg, 0, b_arr))
+        odd = (b_arr % 2) != 0
+        inv = xp.where(xp.asarray(a) == 1, 1, xp.where(xp.asarray(a) == -1,
+                                                       xp.where(odd, -1, 1), 0))
+        return xp.where(neg, inv, r).astype(r.dtype, copy=False)
     return xp.power(a, b)
 
 
@@ -137,6 +218,7 @@ def _pow_exp_grad(g, self, exponent, result):
 
 
 pow = defpw("pow", None, _pow_kernel, inputs=("self", "exponent"), errstate=True,
+            precheck=_check_pow,
             grads={"self": _pow_self_grad, "exponent": _pow_exp_grad})
 float_power = defpw("float_power", None,
                     lambda xp, a, b: xp.power(np.asarray(a, np.float64), b), errstate=True,
@@ -146,7 +228,7 @@ float_power = defpw("float_power", None,
 atan2 = defpw("atan2", np.arctan2, rule=rule_float, names=("atan2", "arctan2"),
               grads={"self": lambda g, self, other: g * other / (self * self + other * other),
                      "other": lambda g, self, other: -g * self / (self * self + other * other)})
-hypot = defpw("hypot", np.hypot, rule=rule_float,
+hypot = defpw("hypot", np.hypot, rule=only("f", "hypot_cpu"),
               grads={"self": lambda g, self, result: g * self / result,
                      "other": lambda g, other, result: g * other / result})
 
@@ -194,18 +276,47 @@ def _lerp_kernel(xp, a, b, w):
     return xp.where(xp.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
 
+# PyTorch names dtypes by their C++ types in some messages
+CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
+             "int16": "short int", "int32": "int", "int64": "long int", "float16": "c10::Half",
+             "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+
+
+def _check_lerp(values, metas, dt, attrs):
+    # no promotion between input and end (or a weight with dims); a 0-dim weight may differ
+    (d0, _), (d1, _), (d2, c2) = metas
+    for what, d in (("end", d1), ("weight", d2 if c2 == 0 else d0)):
+        if d is not d0:
+            raise RuntimeError(f"expected dtype {CPP_NAMES[d0.name]} for `{what}` but got dtype "
+                               f"{CPP_NAMES[d.name]}")
+    if not d0.is_floating_point:
+        raise not_implemented("lerp_kernel_scalar" if c2 == 2 else "lerp_kernel_tensor", d0)
+
+
 lerp = defpw("lerp", None, _lerp_kernel, inputs=("self", "end", "weight"), errstate=True,
+             precheck=_check_lerp,
              grads={"self": lambda g, weight: g * (1 - weight),
                     "end": lambda g, weight: g * weight,
                     "weight": lambda g, self, end: g * (end - self)})
 
 
 def _addcmul_kernel(xp, a, t1, t2, value=1):
+    if isinstance(value, float) and xp.result_type(a, t1, t2).kind in "iu":
+        value = int(value)   # PyTorch converts `value` to the integral result type
     return a + value * (t1 * t2) if value != 1 else a + t1 * t2
 
 
 def _addcdiv_kernel(xp, a, t1, t2, value=1):
-    if all(isinstance(x, np.ndarray) and x.dtype.kind in "iub" for x in (t1, t2)):
+    return a + value * (t1 / t2)
+
+
+def _check_value(values, metas, dt, attrs):
+    checked_scalar(attrs.get("value", 1), dt)     # `value` must fit the result dtype
+
+
+def _check_addcdiv(values, metas, dt, attrs):
+    _check_value(values, metas, dt, attrs)
+    if metas[1][0]._kind < 2 and metas[2][0]._kind < 2:   # bool or integral tensor1, tensor2
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
                            "future release addcdiv will perform a true division of tensor1 and "
                            "tensor2. The historic addcdiv behavior can be implemented as "
@@ -213,16 +324,15 @@ def _addcdiv_kernel(xp, a, t1, t2, value=1):
                            "integer inputs and as (input + value * tensor1 / tensor2) for float "
                            "inputs. The future addcdiv behavior is just the latter "
                            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
-    return a + value * (t1 / t2)
 
 
 addcmul = defpw("addcmul", None, _addcmul_kernel, inputs=("self", "tensor1", "tensor2"),
-                attrs={"value": 1},
+                attrs={"value": 1}, rule=only("if", "addcmul_cpu_out"), precheck=_check_value,
                 grads={"self": lambda g: g,
                        "tensor1": lambda g, tensor2, value: g * tensor2 * value,
                        "tensor2": lambda g, tensor1, value: g * tensor1 * value})
 addcdiv = defpw("addcdiv", None, _addcdiv_kernel, inputs=("self", "tensor1", "tensor2"),
-                attrs={"value": 1}, errstate=True,
+                attrs={"value": 1}, errstate=True, precheck=_check_addcdiv,
                 grads={"self": lambda g: g,
                        "tensor1": lambda g, tensor2, value: g * value / tensor2,
                        "tensor2": lambda g, tensor1, tensor2, value:
@@ -308,7 +418,7 @@ def _erfinv_kernel(xp, a):
     """Inverse error function: an initial guess refined by Newton steps on math.erf."""
     x64 = np.asarray(a, np.float64)
     with np.errstate(all="ignore"):
-        w = -np.log((1.0 - x64) * (1.0 + x64))
+        w = np.log((1.0 - x64) * (1.0 + x64))   # ln(1 - x^2) <= 0 in the initial guess
         y = np.sign(x64) * np.sqrt(np.sqrt((2 / (math.pi * 0.147) + w / 2) ** 2 - w / 0.147)
                                    - (2 / (math.pi * 0.147) + w / 2))
         for _ in range(3):
@@ -341,12 +451,26 @@ def _neg_kernel(xp, a):
 
 neg = _unary("neg", None, lambda g: -g, rule=rule_promote, errstate=False, kernel=_neg_kernel,
              names=("neg", "negative"))
-abs = _unary("abs", np.abs, lambda g, self: g * self.sign(), rule=rule_promote, errstate=False,
-             names=("abs", "absolute"))
-sign = _unary("sign", np.sign, lambda g: _zeros(g), rule=rule_promote, errstate=False)
-sgn = _unary("sgn", np.sign, lambda g: _zeros(g), rule=rule_promote, errstate=False)
-square = _unary("square", np.square, lambda g, self: 2 * g * self, rule=rule_promote,
-                errstate=False)
+abs = _unary("abs", np.abs, lambda g, self: g * self.sign(), rule=only("if", "abs_cpu"),
+             errstate=False, names=("abs", "absolute"))
+
+
+def _sign_kernel(xp, a):
+    if a.dtype == np.bool_:
+        return a.copy()
+    r = xp.sign(a)
+    return xp.where(xp.isnan(a), 0, r).astype(a.dtype) if a.dtype.kind == "f" else r
+
+
+def _rule_square(dt, name):
+    # square is pow(x, 2): a bool tensor with the int 2 promotes to int64
+    return (D.int64, D.int64) if dt is D.bool_ else (dt, dt)
+
+
+sign = _unary("sign", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel)
+sgn = _unary("sgn", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel)
+square = _unary("square", np.square, lambda g, self: 2 * g * self, rule=_rule_square,
+                errstate=False, node_name="PowBackward0")
 reciprocal = _unary("reciprocal", np.reciprocal, lambda g, result: -g * result * result,
                     kernel=lambda xp, a: 1 / a)
 
@@ -355,22 +479,28 @@ def _int_identity(f):
     return lambda xp, a: a.copy() if a.dtype.kind in "iub" else f(a)
 
 
-floor = _unary("floor", None, lambda g: _zeros(g), rule=rule_promote, kernel=_int_identity(np.floor))
-ceil = _unary("ceil", None, lambda g: _zeros(g), rule=rule_promote, kernel=_int_identity(np.ceil))
-trunc = _unary("trunc", None, lambda g: _zeros(g), rule=rule_promote,
+floor = _unary("floor", None, lambda g: _zeros(g), rule=only("if", "floor_vml_cpu"),
+               kernel=_int_identity(np.floor))
+ceil = _unary("ceil", None, lambda g: _zeros(g), rule=only("if", "ceil_vml_cpu"),
+              kernel=_int_identity(np.ceil))
+trunc = _unary("trunc", None, lambda g: _zeros(g), rule=only("if", "trunc_vml_cpu"),
                kernel=_int_identity(np.trunc), names=("trunc", "fix"))
-frac = _unary("frac", None, lambda g: g, rule=rule_promote,
+frac = _unary("frac", None, lambda g: g, rule=only("f", "frac_cpu"),
               kernel=lambda xp, a: a - xp.trunc(a))
 
 
-def _round_kernel(xp, a, decimals=0):
+def _round_kernel(xp, a, decimals=None):
+    # `decimals` defaults to None, not 0: like PyTorch, round(int_tensor) is the identity but
+    # round(int_tensor, decimals=0) has no integer kernel
     if a.dtype.kind in "iub":
+        if decimals is not None:
+            raise NotImplementedError(f'"round_cpu" not implemented for \'{_np_torch_name(a)}\'')
         return a.copy()
-    return xp.round(a, decimals)
+    return xp.round(a, decimals or 0)
 
 
-round = _unary("round", None, lambda g: _zeros(g), rule=rule_promote, kernel=_round_kernel,
-               attrs={"decimals": 0})
+round = _unary("round", None, lambda g: _zeros(g), rule=only("if", "round_vml_cpu"),
+               kernel=_round_kernel, attrs={"decimals": None})
 
 
 def _relu_kernel(xp, a):
@@ -384,13 +514,49 @@ relu = _unary("relu", None, lambda g, result: g * (result > 0), rule=rule_promot
 
 
 def _nan_to_num_kernel(xp, a, nan=0.0, posinf=None, neginf=None):
+    # runs on float16/bfloat16 arrays as they are: infinities become *their* largest values
     if a.dtype.kind in "iub":
         return a.copy()
-    return xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+    info = D.finfo(D.FROM_NP[a.dtype])
+    r = xp.where(xp.isnan(a), nan, a)
+    r = xp.where(a == np.inf, info.max if posinf is None else posinf, r)
+    r = xp.where(a == -np.inf, info.min if neginf is None else neginf, r)
+    return r.astype(a.dtype, copy=False)
 
 
 nan_to_num = _unary("nan_to_num", None, lambda g, self: g * self.isfinite(), rule=rule_promote,
-                    kernel=_nan_to_num_kernel, attrs={"nan": 0.0, "posinf": None, "neginf": None})
+                    native_lowp=True,                    kernel=_nan_to_num_kernel, attrs={"nan": 0.0, "posinf": None, "neginf": None})
+
+_NAN_TO_NUM_INPLACE = _METHODS["nan_to_num_"]
+
+
+def nan_to_num_(self, nan=0.0, posinf=None, neginf=None):
+    if not self.dtype.is_floating_point:
+        # PyTorch copies an integral tensor onto itself: nothing changes but the version
+        self._bump_version()
+        return self
+    return _NAN_TO_NUM_INPLACE(self, nan=nan, posinf=posinf, neginf=neginf)
+
+
+_METHODS["nan_to_num_"] = nan_to_num_
+
+def positive(input):
+    """``+x``: `x` itself (bool tensors have no unary plus in PyTorch)."""
+    if input.dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def _invert(input):
+    """``~x``: bitwise_not, but a TypeError (not bitwise_not's error) for floating tensors."""
+    if input.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(input)
+
+
+register(OpDef("positive", POINTWISE), positive)
+register(OpDef("_invert", POINTWISE, method=False), _invert)
 
 # ---- predicates and comparisons (boolean results, not differentiable) ----
 isnan = _unary("isnan", np.isnan, None, rule=rule_to_bool, errstate=False, inplace=False)
@@ -416,15 +582,23 @@ bitwise_and = defpw("bitwise_and", np.bitwise_and, rule=rule_integral)
 bitwise_or = defpw("bitwise_or", np.bitwise_or, rule=rule_integral)
 bitwise_xor = defpw("bitwise_xor", np.bitwise_xor, rule=rule_integral)
 bitwise_not = _unary("bitwise_not", np.invert, None, rule=rule_integral, errstate=False)
-bitwise_left_shift = defpw("bitwise_left_shift", np.left_shift, rule=rule_integral)
-bitwise_right_shift = defpw("bitwise_right_shift", np.right_shift, rule=rule_integral)
+# NumPy, like PyTorch, gives 0 (or the sign for >>) for shifts by a negative or >= width count
+bitwise_left_shift = defpw("bitwise_left_shift", np.left_shift, rule=only("i", "lshift_cpu"))
+bitwise_right_shift = defpw("bitwise_right_shift", np.right_shift, rule=only("i", "rshift_cpu"))
 
 
 def _isclose_kernel(xp, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
     return xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
 
 
+def _check_same_dtype(values, metas, dt, attrs):
+    (da, _), (db, _) = metas
+    if da is not db:
+        raise RuntimeError(f"{torch_name(da)} did not match {torch_name(db)}")
+
+
 isclose = defpw("isclose", None, _isclose_kernel, rule=rule_compare, inplace=False,
+                precheck=_check_same_dtype,
                 attrs={"rtol": 1e-05, "atol": 1e-08, "equal_nan": False})
 
 
@@ -487,8 +661,9 @@ def _where_call(condition, input, other, out):
     vals = [dispatch.operand(x) for x in (input, other)]
     dt = core.dtype.result_type_of([(d, c) for _, d, c in vals])
     from ..core.tensor import Tensor
-    a = input.to(dt) if isinstance(input, Tensor) else input
-    b = other.to(dt) if isinstance(other, Tensor) else other
+    # Python scalars must fit the result dtype (where(c, 128, int8_tensor) is an error)
+    a = input.to(dt) if isinstance(input, Tensor) else checked_scalar(input, dt)
+    b = other.to(dt) if isinstance(other, Tensor) else checked_scalar(other, dt)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         from .. import tensor
         a = tensor(a, dtype=dt)
@@ -497,7 +672,13 @@ def _where_call(condition, input, other, out):
     return r
 
 
-register(OpDef("where", POINTWISE), where, method_names=("where",))
+def _where_method(self, condition, other):
+    """``x.where(cond, y)`` is ``where(cond, x, y)``."""
+    return where(condition, self, other)
+
+
+register(OpDef("where", POINTWISE, method=False), where)
+_METHODS["where"] = _where_method
 
 
 def _clamp_kernel(xp, a, lo, hi):
@@ -526,7 +707,18 @@ def _clamp_max_grad(g, self, max):
     return g * (self > max)
 
 
+def _check_clamp(values, metas, dt, attrs):
+    # bool has only PyTorch's one-tensor-bound kernels (they are maximum/minimum)
+    bounds = [c for _, c in metas[1:] if c >= 0]
+    if dt is D.bool_ and (len(bounds) != 1 or bounds[0] == 2):
+        raise not_implemented("clamp_scalar_cpu" if 2 in bounds else "clamp_cpu", dt)
+    for v, (_, c) in zip(values[1:], metas[1:]):
+        if c == 2:
+            checked_scalar(v, dt)     # Python bounds must fit the result dtype
+
+
 _clamp = defpw("_clamp", None, _clamp_kernel, inputs=("self", "min", "max"), function=False,
+               precheck=_check_clamp,
                method=False, node_name="ClampBackward1", inplace=True,
                grads={"self": _clamp_self_grad, "min": _clamp_min_grad, "max": _clamp_max_grad})
 
@@ -537,14 +729,27 @@ def clamp(input, min=None, max=None, *, out=None):
     >>> ember.tensor([-2., 0.5, 3.]).clamp(0, 1)
     tensor([0.0000, 0.5000, 1.0000])
     """
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    min, max = _check_bounds(min, max)
     return _clamp(input, min, max, out=out)
 
 
-def clamp_(self, min=None, max=None):
+def _check_bounds(min, max):
+    """PyTorch has clamp(Tensor, Number?, Number?) and clamp(Tensor, Tensor?, Tensor?): a
+    tensor bound with a number bound is a TypeError, unless it is 0-dim (then a number)."""
+    from ..core.tensor import Tensor
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) != isinstance(max, Tensor) and min is not None and \
+            max is not None:
+        if (min if isinstance(min, Tensor) else max).dim() != 0:
+            raise TypeError("clamp() received an invalid combination of arguments: min and max "
+                            "must both be numbers or both be tensors")
+        min, max = (b.item() if isinstance(b, Tensor) else b for b in (min, max))
+    return min, max
+
+
+def clamp_(self, min=None, max=None):
+    min, max = _check_bounds(min, max)
     return _CLAMP_INPLACE(self, min, max)
 
 
@@ -556,7 +761,6 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
-from .registry import METHODS as _METHODS  # noqa: E402
 _CLAMP_INPLACE = _METHODS.pop("_clamp_", None)
 for _n in ("clamp", "clip"):
     register(OpDef(_n, POINTWISE), clamp, names=(_n,))
@@ -577,21 +781,20 @@ def masked_fill(input, mask, value):
         if value.dim() != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.dim()} dimension(s).")
+        checked_scalar(value.item(), input.dtype)
         v = value.to(input.dtype)
     else:
-        from .creation import tensor
-        v = tensor(value, dtype=input.dtype)
-    r = _where(mask, v, input)
-    if tuple(r.shape) != tuple(input.shape):
-        r = r.expand(input.shape) if False else r
-        if tuple(r.shape) != tuple(input.shape):
-            raise RuntimeError(f"The size of tensor a ({input.shape[-1]}) must match the size "
-                               f"of tensor b ({mask.shape[-1]}) at non-singleton dimension 0")
-    return r
+        v = dispatch.wrap(np.asarray(checked_scalar(value, input.dtype)).astype(input.dtype.np),
+                          input.dtype)
+    return _where(mask, v, input)     # input and mask broadcast together
 
 
 def masked_fill_(self, mask, value):
-    return self.copy_(masked_fill(self, mask, value))
+    r = masked_fill(self, mask, value)
+    if tuple(r.shape) != tuple(self.shape):   # in place, the mask may not grow self
+        raise RuntimeError(f"output with shape {list(self.shape)} doesn't match the broadcast "
+                           f"shape {list(r.shape)}")
+    return self.copy_(r)
 
 
 register(OpDef("masked_fill", POINTWISE), masked_fill)

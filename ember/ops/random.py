@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap
+from ..dispatch import wrap, torch_name
 from .creation import _size_args, _finish, _dtype_or_default
 from .registry import OpDef, RANDOM, register, METHODS
 
@@ -85,7 +85,7 @@ def set_rng_state(new_state):
 def _float_dtype(dtype, name):
     dt = _dtype_or_default(dtype)
     if not dt.is_floating_point:
-        raise RuntimeError(f'"{name}" not implemented for \'{dt.name}\'')
+        raise NotImplementedError(f'"{name}" not implemented for \'{torch_name(dt)}\'')
     return dt
 
 
@@ -123,6 +123,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
              layout=None, pin_memory=False):
     """A random permutation of 0..n-1."""
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.to_dtype(dtype) if dtype is not None else D.int64
     return _finish(_rng(generator).permutation(n).astype(dt.np), dt, requires_grad, device)
 
@@ -163,6 +165,7 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None
 
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities `input` (or the scalar `p`)."""
+    _float_dtype(input.dtype, "bernoulli_tensor_cpu_p_")
     probs = input._data if p is None else np.full(input._data.shape, p)
     if np.any((probs < 0) | (probs > 1)):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
@@ -172,6 +175,9 @@ def bernoulli(input, p=None, *, generator=None, out=None):
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
     """Draw `num_samples` category indices per row, weighted by the (unnormalised) `input`."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
+                           + torch_name(input.dtype))
     p = np.asarray(input._data, np.float64)
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
@@ -210,31 +216,51 @@ def _fill(self, arr):
 def uniform_(self, from_=0.0, to=1.0, *, generator=None, **kw):
     if "from" in kw:
         from_ = kw.pop("from")
+    _float_dtype(self.dtype, "check_uniform_bounds")
+    if from_ > to:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={from_} > to={to}")
     return _fill(self, from_ + (to - from_) * _rng(generator).random(self._data.shape))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    _float_dtype(self.dtype, "normal_kernel_cpu")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _fill(self, mean + std * _rng(generator).standard_normal(self._data.shape))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
     probs = p._data if isinstance(p, Tensor) else p
+    if np.any((np.asarray(probs) < 0) | (np.asarray(probs) > 1)):
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p}")
     return _fill(self, _rng(generator).random(self._data.shape) < probs)
 
 
-def random_(self, from_=0, to=None, *, generator=None, **kw):
+_MANTISSA = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+
+
+def random_(self, from_=None, to=None, *, generator=None, **kw):
+    """``random_(from, to)``: integers in [from, to); ``random_(to)``: [0, to); ``random_()``:
+    [0, the largest integer the dtype holds exactly (ints: its max)]."""
     if "from" in kw:
         from_ = kw.pop("from")
+    elif to is None and from_ is not None:
+        from_, to = 0, from_
+    from_ = 0 if from_ is None else from_
     if to is None:
-        if from_ and to is None and "from" not in kw:
-            from_, to = 0, from_
-        else:
-            to = 2 ** 24 if self.dtype.is_floating_point else int(
-                np.iinfo(self.dtype.np).max) + 1 if self.dtype is not D.bool_ else 2
+        d = self.dtype
+        to = 2 ** _MANTISSA[d.name] + 1 if d.is_floating_point else 2 if d is D.bool_ else \
+            int(np.iinfo(d.np).max) + 1
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} "
+                           f">= to={to}")
     return _fill(self, _rng(generator).integers(from_, to, self._data.shape))
 
 
 def exponential_(self, lambd=1.0, *, generator=None):
+    if not lambd > 0:
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
     return _fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape))
 
 

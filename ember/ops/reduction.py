@@ -1,49 +1,32 @@
-"""Reductions: sum, mean, prod, amax/amin, all/any, and sum_to_size (the engine uses it to
-reduce broadcast gradients). Each takes `dim` as int, tuple or None, negative dims and
-`keepdim`, with PyTorch's result dtypes (integer sums give int64).
+"""Reductions: sum, mean, nansum, nanmean, prod, all/any, count_nonzero, var/std (and their
+`_mean` pairs), logsumexp, and sum_to_size (the engine uses it to reduce broadcast
+gradients). Each takes `dim` as int, tuple or None, negative dims and `keepdim`, with
+PyTorch's result dtypes (integer sums give int64). Norms live in norms.py, max/min-like
+reductions in selection.py, cumulative ops in scan.py; shared helpers in reduce_common.py.
 """
+import builtins
+import math
+import warnings
+
 import numpy as np
 
 from ..core import dtype as D
-from ..core import strides as S
-from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, REDUCTION, register
+from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
+                            reduced_count, kernel_dtype, multi_output, grad_at, write_out,
+                            reduce_result as _reduce)
+
+INF = math.inf
 
 
-def _dims(dim, ndim):
-    if dim is None:
-        return None
-    if isinstance(dim, (list, tuple)):
-        if len(dim) == 0:
-            return None
-        return S.wrap_dims(dim, ndim)
-    return (S.wrap_dim(dim, ndim),)
-
-
-def _axis(dims, ndim):
-    if dims is None or ndim == 0:
-        return None
-    return dims
-
-
-def _expand_grad(g, shape, dims, keepdim):
-    """Broadcast a reduced gradient back to the input's `shape`."""
-    if not keepdim and dims is not None and len(shape) > 0:
-        for d in sorted(dims):
-            g = g.unsqueeze(d)
-    elif not keepdim and dims is None and len(shape) > 0:
-        g = g.reshape((1,) * len(shape))
-    return g.expand(shape)
-
-
-def _reduce(op, input, dims, keepdim, arr, dt, attrs):
-    out = wrap(arr, dt)
-    if state.enabled and input._requires_grad and dt.is_floating_point:
-        graph.record(op, (input,), out, attrs)
-    return out
+def _sum_dtype(input, dtype):
+    """sum/nansum/prod/cumsum result dtype: `dtype` if given, else int64 for integers/bool."""
+    if dtype is not None:
+        return D.to_dtype(dtype)
+    return input.dtype if input.dtype.is_floating_point else D.int64
 
 
 _SUM = OpDef("sum", REDUCTION, attrs={"shape": None, "dims": None, "keepdim": False},
@@ -57,23 +40,45 @@ _SUM_DIM = OpDef("sum_dim", REDUCTION, attrs=_SUM.attrs, grads=_SUM.grads,
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of elements, over all dims or over `dim` (int or tuple)."""
     dims = _dims(dim, input._data.ndim)
-    a = input._data
-    if dtype is not None:
-        dt = D.to_dtype(dtype)
-        a = a.astype(dt.np)
-    elif not input.dtype.is_floating_point:
-        dt = D.int64
-    else:
-        dt = input.dtype
-    kdt = np.float32 if dt in (D.float16, D.bfloat16) else dt.np
-    r = np.sum(a, axis=_axis(dims, a.ndim), keepdims=keepdim, dtype=kdt)
+    dt = _sum_dtype(input, dtype)
+    a = input._data if dtype is None else input._data.astype(dt.np)
+    r = np.sum(a, axis=_axis(dims, a.ndim), keepdims=keepdim, dtype=kernel_dtype(dt))
     op = _SUM if dim is None else _SUM_DIM
     res = _reduce(op, input, dims, keepdim, r, dt,
                   {"shape": input._data.shape, "dims": dims, "keepdim": keepdim})
-    if out is not None:
-        from ..dispatch import copy_into_out
-        return copy_into_out(out, res)
-    return res
+    return write_out(out, res)
+
+
+def _nansum_grad(g, self, dims, keepdim):
+    return _expand_grad(g, self._data.shape, dims, keepdim) * self.isnan().logical_not()
+
+
+_NANSUM = OpDef("nansum", REDUCTION, attrs={"dims": None, "keepdim": False},
+                grads={"self": _nansum_grad}, node_name="NansumBackward0")
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Sum treating NaN as zero."""
+    dims = _dims(dim, input._data.ndim)
+    dt = _sum_dtype(input, dtype)
+    # (cast first: np.nansum does not see NaN in ml_dtypes' bfloat16)
+    a = input._data.astype(kernel_dtype(dt))
+    r = np.nansum(a, axis=_axis(dims, a.ndim), keepdims=keepdim)
+    return write_out(out, _reduce(_NANSUM, input, dims, keepdim, r, dt,
+                                  {"dims": dims, "keepdim": keepdim}))
+
+
+def _mean_dtype(input, dtype, name="mean"):
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+        if not dt.is_floating_point:
+            raise RuntimeError(f"{name}(): could not infer output dtype. Optional dtype must be "
+                               f"either a floating point or complex dtype. Got: {torch_name(dt)}")
+        return dt
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}(): could not infer output dtype. Input dtype must be either "
+                           f"a floating point or complex dtype. Got: {torch_name(input.dtype)}")
+    return input.dtype
 
 
 _MEAN = OpDef("mean", REDUCTION, attrs={"shape": None, "dims": None, "keepdim": False, "n": 1},
@@ -86,34 +91,108 @@ _MEAN_DIM = OpDef("mean_dim", REDUCTION, attrs=_MEAN.attrs, grads=_MEAN.grads,
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Arithmetic mean over all elements or over `dim`."""
-    dt = D.to_dtype(dtype) if dtype is not None else input.dtype
-    if not dt.is_floating_point:
-        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
-                           f"floating point or complex dtype. Got: {torch_name(dt)}")
+    dt = _mean_dtype(input, dtype)
     dims = _dims(dim, input._data.ndim)
     a = input._data
-    kdt = np.float32 if dt in (D.float16, D.bfloat16) else dt.np
-    with np.errstate(all="ignore"):
-        r = np.mean(a, axis=_axis(dims, a.ndim), keepdims=keepdim, dtype=kdt)
     shape = a.shape
-    n = int(np.prod([shape[d] for d in dims])) if dims is not None else a.size
+    n = reduced_count(shape, dims)
+    if n:
+        r = np.mean(a, axis=_axis(dims, a.ndim), keepdims=keepdim, dtype=kernel_dtype(dt))
+    else:                                  # the mean of nothing is NaN
+        r = np.full(np.sum(a, axis=_axis(dims, a.ndim), keepdims=keepdim).shape, np.nan,
+                    kernel_dtype(dt))
     op = _MEAN if dim is None else _MEAN_DIM
-    return _reduce(op, input, dims, keepdim, r, dt,
-                   {"shape": shape, "dims": dims, "keepdim": keepdim, "n": n})
+    return write_out(out, _reduce(op, input, dims, keepdim, r, dt,
+                                  {"shape": shape, "dims": dims, "keepdim": keepdim,
+                                   "n": n}))
 
 
+def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Mean of the non-NaN elements (composite: nansum / count, as in PyTorch)."""
+    if not input.dtype.is_floating_point:
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {torch_name(input.dtype)}")
+    x = input if dtype is None else input.to(_mean_dtype(input, dtype, "nanmean"))
+    count = x.isnan().logical_not().sum(dim, keepdim=keepdim)
+    return write_out(out, nansum(x, dim, keepdim=keepdim) / count)
+
+
+# ---- prod: the gradient is the product of the other elements, safe at zeros ----
+def _exclusive_cumprod(x, d):
+    """[1, x0, x0*x1, ...] along d."""
+    from .joining import cat
+    from .scan import cumprod
+    n = x._data.shape[d]
+    shifted = cat([x.narrow(d, 0, 1).mul(0).add(1), x.narrow(d, 0, n - 1)], d)
+    return cumprod(shifted, d)
+
+
+def prod_of_others(x, d):
+    """Product of every element but itself along `d`, without dividing (zeros are fine)."""
+    from .reduce_common import flip
+    return _exclusive_cumprod(x, d) * flip(_exclusive_cumprod(flip(x, (d,)), d), (d,))
+
+
+def _prod_grad(g, self, result, dim, keepdim):
+    shape = self._data.shape
+    if len(shape) == 0 or self._data.size == 0:
+        return _expand_grad(g, shape, None, False)
+    if dim is None:
+        g, result = g.reshape((1,) * len(shape)), result.reshape((1,) * len(shape))
+    else:
+        g, result = restore(g, shape, (dim,), keepdim), restore(result, shape, (dim,), keepdim)
+    if not np.any(self._data == 0):
+        return g * result / self
+    if dim is None:
+        return g * prod_of_others(self.reshape(-1), 0).reshape(shape)
+    return g * prod_of_others(self, dim)
+
+
+_PROD = OpDef("prod", REDUCTION, attrs={"dim": None, "keepdim": False},
+              grads={"self": _prod_grad}, node_name="ProdBackward0")
+_PROD_DIM = OpDef("prod_dim", REDUCTION, attrs=_PROD.attrs, grads=_PROD.grads,
+                  node_name="ProdBackward1")
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
+    """Product of all elements, or along one `dim` (an int, as in PyTorch)."""
+    if dim is not None and not isinstance(dim, int):
+        raise TypeError(f"prod() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(dim).__name__}), but expected one of: (Tensor input, *, dtype) "
+                        "or (Tensor input, int dim, bool keepdim, *, dtype)")
+    dims = _dims(dim, input._data.ndim)
+    dt = _sum_dtype(input, dtype)
+    a = input._data if dtype is None else input._data.astype(dt.np)
+    r = np.prod(a, axis=_axis(dims, a.ndim), keepdims=keepdim, dtype=kernel_dtype(dt))
+    d = dims[0] if dims is not None else None
+    return write_out(out, _reduce(_PROD if dim is None else _PROD_DIM, input, dims, keepdim, r,
+                                  dt, {"dim": d, "keepdim": keepdim}))
+
+
+# ---- boolean reductions and counting ----
 def _bool_reduce(np_fn, name):
     def fn(input, dim=None, keepdim=False, *, out=None):
-        dims = _dims(dim, input._data.ndim)
-        r = np_fn(input._data, axis=_axis(dims, input._data.ndim), keepdims=keepdim)
+        if isinstance(dim, (list, tuple)) and len(dim) == 0:
+            ax = ()                       # PyTorch: dim=() reduces over nothing here
+        else:
+            ax = _axis(_dims(dim, input._data.ndim), input._data.ndim)
+        r = np_fn(input._data, axis=ax, keepdims=keepdim)
         dt = D.uint8 if input.dtype is D.uint8 else D.bool_
-        return wrap(r, dt)
+        return write_out(out, wrap(r, dt))
     fn.__name__ = name
+    fn.__doc__ = f"Whether {name} elements (over `dim`, int or tuple) are nonzero."
     return fn
 
 
 all = _bool_reduce(np.all, "all")
 any = _bool_reduce(np.any, "any")
+
+
+def count_nonzero(input, dim=None):
+    """Number of nonzero elements, over all dims or `dim` (int or tuple); int64."""
+    dims = _dims(dim, input._data.ndim)
+    r = np.count_nonzero(input._data, axis=_axis(dims, input._data.ndim))
+    return wrap(np.asarray(r, np.int64), D.int64)
 
 
 def sum_to_size(self, *size):
@@ -139,6 +218,163 @@ def sum_to_size(self, *size):
     return r
 
 
-for _f in (sum, mean, all, any):
+# ---- variance and standard deviation ----
+def _correction(name, dim, unbiased, correction):
+    """(dim, correction) from PyTorch's overloads: var(x, dim, unbiased, keepdim),
+    var(x, unbiased) and var(x, dim, *, correction)."""
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    if unbiased is not None and correction is not None:
+        raise TypeError(f"{name}() received an invalid combination of arguments: pass either "
+                        "unbiased or correction, not both")
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return dim, correction
+
+
+def _var_kernel(name, a, dims, correction, keepdim):
+    n = reduced_count(a.shape, dims)
+    dof = n - correction
+    if dof <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=4)
+    ax = _axis(dims, a.ndim)
+    kdt = np.float32 if a.dtype.itemsize < 4 else a.dtype
+    if n == 0:
+        m = np.full(np.sum(a, axis=ax, keepdims=keepdim).shape, np.nan, kdt)
+        return m, m
+    with np.errstate(all="ignore"):
+        m = np.mean(a, axis=ax, keepdims=True, dtype=kdt)
+        v = np.sum(np.square(a - m), axis=ax, keepdims=keepdim) / builtins.max(dof, 0)
+    return v, (m if keepdim or a.ndim == 0 else np.squeeze(m, ax))
+
+
+def _var_grad_of(g, self, dims, keepdim, dof):
+    # d var / d x = 2 (x - mean) / (N - correction)
+    g = restore(g, self._data.shape, dims, keepdim)
+    factor = 2.0 / dof if dof > 0 else INF
+    return g * factor * (self - self.mean(dims, keepdim=True))
+
+
+def _std_grad_of(g, self, result, dims, keepdim, dof):
+    # std = sqrt(var); where std is 0 PyTorch's gradient is 0 (not inf)
+    return _var_grad_of((g / (2 * result)).masked_fill(result == 0, 0), self, dims, keepdim, dof)
+
+
+def _mean_grad_of(g, self, dims, keepdim):
+    shape = self._data.shape
+    return _expand_grad(g / reduced_count(shape, dims), shape, dims, keepdim)
+
+
+_VAR = OpDef("var", REDUCTION, attrs={"dims": None, "keepdim": False, "dof": 1},
+             grads={"self": _var_grad_of}, node_name="VarBackward0")
+_STD = OpDef("std", REDUCTION, attrs=_VAR.attrs, grads={"self": _std_grad_of},
+             node_name="StdBackward0")
+
+
+def _pair_grad(first):
+    def formula(gs, self, result, dims, keepdim, dof):
+        gd, gm = grad_at(gs, 0), grad_at(gs, 1)
+        total = None
+        if gd is not None:
+            total = (_var_grad_of(gd, self, dims, keepdim, dof) if first == "var" else
+                     _std_grad_of(gd, self, result, dims, keepdim, dof))
+        if gm is not None:
+            gmean = _mean_grad_of(gm, self, dims, keepdim)
+            total = gmean if total is None else total + gmean
+        return total
+    return formula
+
+
+_VAR_MEAN = multi_output(OpDef("var_mean", REDUCTION, attrs=_VAR.attrs,
+                               grads={"self": _pair_grad("var")},
+                               node_name="VarMeanBackward0"))
+_STD_MEAN = multi_output(OpDef("std_mean", REDUCTION, attrs=_VAR.attrs,
+                               grads={"self": _pair_grad("std")},
+                               node_name="StdMeanBackward0"))
+
+
+def _var_std(name, input, dim, unbiased, keepdim, correction, with_mean):
+    if not input.dtype.is_floating_point:
+        what = "std and var" if name in ("var", "std") else name
+        raise RuntimeError(f"{what} only support floating point and complex dtypes")
+    dim, correction = _correction(name, dim, unbiased, correction)
+    dims = _dims(dim, input._data.ndim)
+    v, m = _var_kernel(name, input._data, dims, correction, keepdim)
+    if name.startswith("std"):
+        v = np.sqrt(v)
+    dt = input.dtype
+    attrs = {"dims": dims, "keepdim": keepdim,
+             "dof": reduced_count(input._data.shape, dims) - correction}
+    res = wrap(v, dt)
+    if not with_mean:
+        if state.enabled and input._requires_grad:
+            graph.record(_VAR if name == "var" else _STD, (input,), res, attrs)
+        return res
+    mres = wrap(m, dt)
+    if state.enabled and input._requires_grad:
+        graph.record_multi(_VAR_MEAN if name == "var_mean" else _STD_MEAN, (input,),
+                           (res, mres), attrs)
+    return res, mres
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    """Variance over `dim` with Bessel's `correction` (default 1; ``unbiased=False`` is 0)."""
+    return write_out(out, _var_std("var", input, dim, unbiased, keepdim, correction, False))
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+    """Standard deviation: the square root of `var` (same arguments)."""
+    return write_out(out, _var_std("std", input, dim, unbiased, keepdim, correction, False))
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) in one pass."""
+    return _var_std("var_mean", input, dim, unbiased, keepdim, correction, True)
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) in one pass."""
+    return _var_std("std_mean", input, dim, unbiased, keepdim, correction, True)
+
+
+# ---- logsumexp ----
+def _logsumexp_grad(g, self, result, dims, keepdim):
+    shape = self._data.shape
+    return restore(g, shape, dims, keepdim) * (self - restore(result, shape, dims, keepdim)).exp()
+
+
+_LOGSUMEXP = OpDef("logsumexp", REDUCTION, attrs={"dims": None, "keepdim": False},
+                   grads={"self": _logsumexp_grad}, node_name="LogsumexpBackward0")
+
+
+def logsumexp(input, dim, keepdim=False, *, out=None):
+    """log(sum(exp(input))) over `dim`, computed stably (shifting by the max)."""
+    if dim is None:
+        raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
+    if not input.dtype.is_floating_point:
+        input = input.to(D.get_default_dtype())
+    a = input._data
+    dims = _dims(dim, a.ndim)
+    ax = _axis(dims, a.ndim)
+    a = a.astype(kernel_dtype(input.dtype), copy=False)
+    with np.errstate(all="ignore"):
+        m = np.max(a, axis=ax, keepdims=True, initial=-np.inf) if a.size else \
+            np.zeros(np.sum(a, axis=ax, keepdims=True).shape, a.dtype)
+        m = np.where(np.isfinite(m), m, 0)
+        r = np.log(np.sum(np.exp(a - m), axis=ax, keepdims=True)) + m
+    if not keepdim:
+        r = np.squeeze(r, ax) if ax is not None else r.reshape(())
+    return write_out(out, _reduce(_LOGSUMEXP, input, dims, keepdim, r, input.dtype,
+                                  {"dims": dims, "keepdim": keepdim}))
+
+
+for _f in (sum, mean, nansum, nanmean, prod, all, any, count_nonzero, var, std, logsumexp):
     register(OpDef(_f.__name__, REDUCTION), _f)
+for _f in (var_mean, std_mean):
+    register(OpDef(_f.__name__, REDUCTION, method=False), _f)
 register(OpDef("sum_to_size", REDUCTION, function=False), sum_to_size)
+
+# ember.linalg reaches the vector norm through this module
+from .norms import vector_norm, matrix_norm, norm  # noqa: E402,F401

@@ -86,8 +86,28 @@ def apply_view(op, self, view_fn):
 def strided_view(arr, shape, stride):
     """A backend view of `arr`'s memory with element strides `stride` (from arr's start)."""
     item = arr.itemsize
-    return _np_as_strided(arr, shape=tuple(shape), strides=tuple(s * item for s in stride),
-                          writeable=True)
+    strides = tuple(s * item for s in stride)
+    if arr.flags.c_contiguous and arr.size:
+        # np.ndarray over the buffer is ~5x cheaper than as_strided, and still aliases `arr`
+        return np.ndarray(tuple(shape), arr.dtype, buffer=arr, strides=strides)
+    return _np_as_strided(arr, shape=tuple(shape), strides=strides, writeable=True)
+
+
+def offset_view(a, off, shape, stride):
+    """A view of `a`'s memory starting `off` elements past `a`'s first, with element strides
+    `stride` (the view may be empty, and `off` may then point past `a`'s end)."""
+    item = a.itemsize
+    if off:  # `two` is never read: only the address of its second element is used
+        a = _np_as_strided(a, shape=(2,), strides=(off * item,))[1:]
+    return _np_as_strided(a, shape=tuple(shape), strides=tuple(s * item for s in stride))
+
+
+def repoint(r, a, off):
+    """`r` (a view of `a`) with its data `off` bytes past `a`'s. NumPy leaves an empty slice's
+    data pointer where it was; PyTorch's storage_offset moves on as for any slice."""
+    if r.size or r.ctypes.data - a.ctypes.data == off:
+        return r
+    return offset_view(a, off // a.itemsize, r.shape, _elem_strides(r))
 
 
 def _shape_arg(shape):
@@ -122,7 +142,7 @@ def view(self, *shape, dtype=None):
         return _view_dtype(self, dtype)
     shape = S.infer_size(_shape_arg(shape), self._data.size)
     arr = self._data
-    if not arr.flags.c_contiguous and S.view_strides(arr.shape, self.stride(), shape) is None:
+    if not _reshape_ok(arr) and S.view_strides(arr.shape, self.stride(), shape) is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride "
                            "(at least one dimension spans across two contiguous subspaces). "
                            "Use .reshape(...) instead.")
@@ -133,8 +153,14 @@ def _elem_strides(a):
     return tuple(s // a.itemsize for s in a.strides)
 
 
+def _reshape_ok(a):
+    """True when NumPy's reshape gives PyTorch's view strides: the strides are exactly the
+    contiguous ones (NumPy's flag also allows any stride on size-1 dims; PyTorch keeps those)."""
+    return a.flags.c_contiguous and a.size and 1 not in a.shape
+
+
 def _view_arr(a, shape):
-    if a.flags.c_contiguous:
+    if _reshape_ok(a):
         return a.reshape(shape)
     return strided_view(a, shape, S.view_strides(a.shape, _elem_strides(a), shape))
 
@@ -154,7 +180,7 @@ def reshape(self, *shape):
     """Like ``view`` when the strides allow it, else a contiguous copy."""
     shape = S.infer_size(_shape_arg(shape), self._data.size)
     arr = self._data
-    if arr.flags.c_contiguous or S.view_strides(arr.shape, self.stride(), shape) is not None:
+    if _reshape_ok(arr) or S.view_strides(arr.shape, self.stride(), shape) is not None:
         return view(self, shape)
     return view(self.contiguous(), shape)
 
@@ -169,9 +195,10 @@ def reshape_as(self, other):
 
 def flatten(self, start_dim=0, end_dim=-1):
     nd = self._data.ndim
-    if nd == 0:
-        return reshape(self, (1,))
     s = S.wrap_dim(start_dim, nd)
+    if nd == 0:
+        S.wrap_dim(end_dim, nd)
+        return reshape(self, (1,))
     e = S.wrap_dim(end_dim, nd)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
@@ -225,6 +252,8 @@ def t(self):
 
 
 def permute(self, *dims):
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
     nd = self._data.ndim
     if len(dims) != nd:
@@ -244,6 +273,8 @@ def movedim(self, source, destination):
                            f"dims) should contain the same number of dims as destination "
                            f"({list(dst)} dims)")
     src, dst = S.wrap_dims(src, nd), S.wrap_dims(dst, nd)
+    if nd == 0:
+        return alias(self)
     order = [d for d in range(nd) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -265,10 +296,18 @@ def squeeze(self, dim=None):
 
 def unsqueeze(self, dim):
     d = S.wrap_dim(dim, self._data.ndim + 1, scalar_ok=False)
-    return apply_view(_UNSQUEEZE, self, lambda a: np.expand_dims(a, d))
+
+    def fn(a):  # the new dim's stride is PyTorch's: size * stride of the dim it precedes
+        shape, st = list(a.shape), list(_elem_strides(a))
+        st.insert(d, shape[d] * st[d] if d < a.ndim else 1)
+        shape.insert(d, 1)
+        return strided_view(a, shape, st)
+    return apply_view(_UNSQUEEZE, self, fn)
 
 
 def expand(self, *sizes):
+    if not sizes:
+        raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes)
     S.expand_strides(self._data.shape, self.stride(), sizes)  # PyTorch's errors
 
@@ -302,7 +341,7 @@ def narrow(self, dim, start, length):
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
                            f"({size}).")
     idx = (slice(None),) * d + (slice(start, start + length),)
-    return apply_view(_SLICE, self, lambda a: a[idx])
+    return apply_view(_SLICE, self, lambda a: repoint(a[idx], a, start * a.strides[d]))
 
 
 def select(self, dim, index):
@@ -317,8 +356,8 @@ def select(self, dim, index):
                          f"{list(self._data.shape)} at dimension {d}")
     if index < 0:
         index += size
-    idx = (slice(None),) * d + (index,)
-    return apply_view(_SELECT, self, lambda a: a[idx])
+    idx = (slice(None),) * d + (index, Ellipsis)  # Ellipsis: a 0-d view, not a scalar
+    return apply_view(_SELECT, self, lambda a: repoint(a[idx], a, index * a.strides[d]))
 
 
 def unbind(self, dim=0):
@@ -381,13 +420,7 @@ def _diag_arr(a, offset, d1, d2):
     keep = [i for i in range(a.ndim) if i not in (d1, d2)]
     new_shape = [shape[i] for i in keep] + [length]
     new_st = [st[i] for i in keep] + [st[d1] + st[d2]]
-    flat = a.reshape(-1) if a.flags.c_contiguous else None
-    if flat is not None:
-        return strided_view(flat[start:], new_shape, new_st) if a.size else \
-            np.zeros(new_shape, a.dtype)
-    base = strided_view(a, (1,), (1,))  # a 1-element view at a's start
-    return strided_view(_np_as_strided(base, shape=(start + 1,), strides=(a.itemsize,))[start:],
-                        new_shape, new_st)
+    return offset_view(a, start, new_shape, new_st)
 
 
 def as_strided(self, size, stride, storage_offset=None):
@@ -437,7 +470,7 @@ def unfold(self, dimension, size, step):
 
     def fn(a):
         if a.ndim == 0:
-            return a.reshape(1)
+            return strided_view(a, (size,), (1,))
         st = [s // a.itemsize for s in a.strides]
         shape = list(a.shape)
         n = (shape[d] - size) // step + 1
@@ -472,6 +505,11 @@ def _T_prop(self):
 
 
 def _mT_prop(self):
+    if self._data.ndim == 0:  # PyTorch: deprecated identity
+        import warnings
+        warnings.warn("Tensor.mT is deprecated on 0-D tensors. This function is the identity "
+                      "in these cases.", UserWarning, stacklevel=2)
+        return alias(self)
     if self._data.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
                            f"{self._data.ndim}-D tensor.")

@@ -1,0 +1,1 @@
+"""Runnable examples: `python -m ember.examples.tour` (what `make demo` runs for now)."""

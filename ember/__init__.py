@@ -9,6 +9,16 @@ the op registry (ember/ops/registry.py), which defines each op once.
 """
 __version__ = "0.1.0"
 
+import os as _os
+
+import numpy as _np
+
+# PyTorch never warns about inf/NaN arising in arithmetic, and wrapping every kernel in
+# np.errstate costs more than the kernel itself on small tensors. So ember turns NumPy's
+# floating-point warnings off (for the importing thread's context), unless asked not to.
+if _os.environ.get("EMBER_NUMPY_WARNINGS") != "1":
+    _np.seterr(all="ignore")
+
 from .core import dtype as _dtype_mod
 from .core.dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64,  # noqa: F401
                          float16, bfloat16, float32, float64, finfo, iinfo, promote_types,
@@ -205,3 +215,6 @@ from . import autograd  # noqa: E402,F401
 from .autograd import tensor_methods as _tm  # noqa: E402
 _tm.install(Tensor)
 from . import nn  # noqa: E402,F401
+from . import utils  # noqa: E402,F401
+from .serialization import save, load  # noqa: E402,F401
+from . import optim  # noqa: E402,F401

@@ -172,6 +172,7 @@ def make_pointwise(op):
     precheck = getattr(op, "precheck", None)   # argument checks that need the raw operands
     exact_scalar = getattr(op, "exact_scalar", False)
     native_lowp = getattr(op, "native_lowp", False)
+    scalars_promote = getattr(op, "scalars_promote", True)
     # comparisons and logical ops write their bools into a self of any dtype
     bool_result = rule in (rule_compare, rule_to_bool)
     nin = len(op.inputs)
@@ -197,15 +198,16 @@ def make_pointwise(op):
             v, d, cat = operand(x)
             values.append(v)
             metas.append((d, cat))
-        pdt = (D.result_type_of([m for m in metas if m[1] >= 0]) if nin > 1
-               else metas[0][0])
-        if precheck is not None:
-            precheck(values, metas, pdt, attrs)
+        pdt = (D.result_type_of([m for m in metas if m[1] >= 0 and (m[1] < 2 or
+                                                                    scalars_promote)])
+               if nin > 1 else metas[0][0])
         if out is not None:
             # in place, PyTorch checks shape, then dtype, before it looks for a kernel
             check_out_shape(out, [v for v, m in zip(values, metas) if m[1] >= 0])
             if not bool_result and not D.can_cast(pdt, out.dtype):
                 raise cast_error(pdt, out.dtype)
+        if precheck is not None:
+            precheck(values, metas, pdt, attrs)
         cdt, rdt = rule(pdt, name)
         if out is not None and not D.can_cast(rdt, out.dtype):
             raise cast_error(rdt, out.dtype)

@@ -95,9 +95,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
                                "a grad_fn")
         root_edges.append(edge_of(t))
 
-    # dependencies: how many gradient contributions each node waits for
+    # dependencies: how many gradient contributions each node waits for (a node reached
+    # from two roots, e.g. both outputs of aminmax, is walked once)
     deps = {}
-    stack = [n for n, _ in root_edges]
+    stack = list(dict.fromkeys(n for n, _ in root_edges))
     seen = set(stack)
     while stack:
         node = stack.pop()
@@ -141,7 +142,8 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
             done.add(node)
             buf = buffers.pop(node, {})
             owned = owned_flags.pop(node, {})
-            grads = _call_tensor_prehooks(node, buf)
+            grads = _call_tensor_prehooks(node, buf) if (
+                node._tensor_prehooks or node._retain_prehooks) else buf
             if type(node) is AccumulateGrad and node.variable._hooks and 0 in grads:
                 g = _leaf_hooks(node.variable, grads[0])
                 if g is not grads[0]:
@@ -160,11 +162,15 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
             outs = _run_node(node, grads, create_graph)
             if not retain_graph:
                 node.release()
-            for i, ((nxt, nr), g) in enumerate(zip(node.next_functions, outs)):
+            incoming = tuple(grads.values())
+            for (nxt, nr), g in zip(node.next_functions, outs):
                 if nxt is None:
                     continue
                 if g is not None:
-                    own = not any(g is x for x in grads.values())
+                    own = True
+                    for x in incoming:
+                        if g is x:
+                            own = False
                     _add_to_buffer(buffers, owned_flags, nxt, nr, g, own)
                 deps[nxt] -= 1
                 if deps[nxt] == 0 and (needed is None or nxt in needed):
@@ -227,8 +233,11 @@ def _call_tensor_prehooks(node, buf):
 
 
 def _run_node(node, buf, create_graph):
-    n_out = max(buf) + 1 if buf else 1
-    grads = tuple(buf.get(i) for i in range(n_out))
+    if len(buf) == 1 and 0 in buf:
+        grads = (buf[0],)
+    else:
+        n_out = max(buf) + 1 if buf else 1
+        grads = tuple(buf.get(i) for i in range(n_out))
     if node._prehooks:
         for h in list(node._prehooks):
             r = h(grads)
@@ -242,16 +251,17 @@ def _run_node(node, buf, create_graph):
         if state.anomaly:
             report_trace(node)
         raise
-    Tensor = _tensor_cls()
     fixed = []
     for i, (g, meta) in enumerate(zip(outs, node._input_meta)):
         if g is not None and meta is not None:
             if not isinstance(g, Tensor):
                 from ..ops.creation import full
                 g = full(meta[0], g, dtype=meta[1])
-            g = _fix_grad(node, i, g, meta)
+            if g._data.shape != meta[0] or g.dtype is not meta[1]:
+                g = _fix_grad(node, i, g, meta)
         fixed.append(g)
-    anomaly_check(node, fixed)
+    if state.anomaly:
+        anomaly_check(node, fixed)
     if node._hooks:
         for h in list(node._hooks):
             r = h(tuple(fixed), grads)

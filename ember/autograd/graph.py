@@ -197,13 +197,18 @@ class OpNode(Node):
         return tuple(out)
 
     def release(self):
-        for v in self._saved.values():
+        # drop references so memory is returned now. PyTorch saves the number operand of
+        # `x * 2` and `x / 2` as a (wrapped) tensor, so a second backward fails there too
+        saved = self._saved
+        if not saved:
+            return
+        wrapped = self.op.inputs if self.op.name in _SCALARS_SAVED_AS_TENSORS else ()
+        for k, v in saved.items():
             if type(v) is SavedTensor:
                 v.released = True
-                v.tensor = None if not v.is_output else v.tensor
-        # drop references so memory is returned now
-        self._saved = {k: (v if type(v) is not SavedTensor else _released(v))
-                       for k, v in self._saved.items()}
+                v.tensor = None
+            elif k in wrapped:
+                saved[k] = _RELEASED_SCALAR
 
     def __getattr__(self, name):
         # PyTorch exposes saved values as `_saved_<name>` attributes
@@ -215,12 +220,18 @@ class OpNode(Node):
 
 
 _missing = object()
+_SCALARS_SAVED_AS_TENSORS = {"mul", "div"}
 
 
 def _released(v):
     s = SavedTensor.__new__(SavedTensor)
     s.tensor, s.version, s.is_output, s.released = None, v.version, v.is_output, True
     return s
+
+
+_RELEASED_SCALAR = SavedTensor.__new__(SavedTensor)
+_RELEASED_SCALAR.tensor, _RELEASED_SCALAR.version = None, 0
+_RELEASED_SCALAR.is_output, _RELEASED_SCALAR.released = False, True
 
 
 def node_class(op):
@@ -253,9 +264,23 @@ def _check_inference(args):
             raise RuntimeError(_INFERENCE_SAVED)
 
 
+def _save_plan(op):
+    """Per input: what its formula reads, as (name, where) with where = input index,
+    "result" or "attr" — computed once per op so recording does no name lookups."""
+    plan = op.__dict__.get("_plan")
+    if plan is None:
+        names = op.inputs
+        plan = tuple(tuple((p, names.index(p) if p in names else
+                            ("result" if p == "result" else "attr"))
+                           for p in op.saves.get(inp, ())) for inp in names)
+        op._plan = plan
+    return plan
+
+
 def make_node(op, args, attrs, result, inputs_for_save=None):
-    """Build the node for one call of `op`; `args` are its inputs in OpDef.inputs order."""
-    cls = node_class(op)
+    """Build the node for one call of `op`; `args` are its inputs in OpDef.inputs order.
+    An output the formulas read is saved only when `result` is given (else marked)."""
+    cls = op.node_class or node_class(op)
     node = cls.__new__(cls)
     edges, meta, needs = [], [], []
     for x in args:
@@ -265,29 +290,32 @@ def make_node(op, args, attrs, result, inputs_for_save=None):
             meta.append((x._data.shape, x.dtype))
             needs.append(e[0] is not None)
         else:
-            edges.append((None, 0))
+            edges.append(_NO_EDGE)
             meta.append(None)
             needs.append(False)
     node._setup(tuple(edges), tuple(meta))
     node._needs = needs
     saved = {}
     src = inputs_for_save or args
-    names = op.inputs
-    for i, inp in enumerate(names):
+    for i, reads in enumerate(_save_plan(op)):
         if not needs[i]:
             continue
-        for p in op.saves.get(inp, ()):
+        for p, where in reads:
             if p in saved:
                 continue
-            if p == "result":
-                saved[p] = ("result",)
-            elif p in names:
-                v = src[names.index(p)]
-                saved[p] = SavedTensor(v, False) if isinstance(v, Tensor) else v
-            else:
+            if where == "result":
+                saved[p] = _RESULT
+            elif where == "attr":
                 saved[p] = attrs.get(p, op.attrs.get(p))
+            else:
+                v = src[where]
+                saved[p] = SavedTensor(v, False) if isinstance(v, Tensor) else v
     node._saved = saved
     return node
+
+
+_NO_EDGE = (None, 0)
+_RESULT = ("result",)
 
 
 def _refresh_view(t):
@@ -313,9 +341,10 @@ def record(op, args, result, attrs):
         node._base_fn = result._base.grad_fn
     result.grad_fn = node
     result._requires_grad = True
-    for k, v in node._saved.items():
-        if type(v) is tuple and v == ("result",):
-            node._saved[k] = SavedTensor(result, True)
+    saved = node._saved
+    for k, v in saved.items():
+        if v is _RESULT:
+            saved[k] = SavedTensor(result, True)
 
 
 def record_multi(op, args, results, attrs):
@@ -326,7 +355,7 @@ def record_multi(op, args, results, attrs):
         r._requires_grad = True
         r._output_nr = i
     for k, v in node._saved.items():
-        if type(v) is tuple and v == ("result",):
+        if v is _RESULT:
             node._saved[k] = SavedTensor(results[0], True)
     return node
 
@@ -375,7 +404,7 @@ def record_inplace(op, args, t, attrs, old):
     t._requires_grad = True
     t._output_nr = 0
     for k, v in node._saved.items():
-        if type(v) is tuple and v == ("result",):
+        if v is _RESULT:
             node._saved[k] = SavedTensor(t, True)
 
 

@@ -6,7 +6,7 @@ gets a node that reads its slice back out of the base's new history.
 """
 import numpy as np
 
-from .graph import Node, make_node, edge_of, SavedTensor, saved_before_bump
+from .graph import _RESULT, Node, make_node, edge_of, SavedTensor, saved_before_bump
 
 
 def _positions(t):
@@ -63,7 +63,7 @@ def rebase_view(op, args, t, attrs, old):
     fn = make_node(op, src, attrs, t, inputs_for_save=src)
     saved_before_bump(fn, t)
     for k, v in fn._saved.items():
-        if type(v) is tuple and v == ("result",):
+        if v is _RESULT:
             fn._saved[k] = SavedTensor(t, True)
     idx = view_index(base, t)
     node = CopySlices.__new__(CopySlices)

@@ -460,3 +460,7 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
     """``||x1 - x2 + eps||_p`` over the last dim."""
     d = max(x1.dim(), x2.dim())
     return (x1 - x2 + eps).norm(p, d - 1 if d else 0, keepdim=keepdim)
+from .functional_norm import *  # noqa: F401,F403,E402  (normalisation functions)
+from .functional_loss import *  # noqa: F401,F403,E402  (loss functions)
+from .functional_attention import *  # noqa: F401,F403,E402  (attention functions)
+from .functional_conv import *  # noqa: F401,F403,E402  (convolution, pooling, resampling)

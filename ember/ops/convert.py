@@ -158,6 +158,7 @@ def fill_(self, value):
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor "
                                f"with {value._data.ndim} dimensions.")
         v = value._data
+        check_overlap(self)   # a tensor value is copied, and copies refuse expanded tensors
     else:
         v = checked_scalar(value, self.dtype)   # like PyTorch: fill_(300) on uint8 raises
     self._data[...] = np.asarray(v).astype(self.dtype.np) if self.dtype is not D.bool_ else \

@@ -8,7 +8,7 @@ Out-of-range indices raise IndexError, never wrap.
 import numpy as np
 
 from ..core import dtype as D
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, make_view
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
@@ -122,6 +122,9 @@ def _torch_geometry(a, idx):
     return out, off * a.itemsize
 
 
+_PLAIN = (int, type(None))
+
+
 def _basic_view(a, idx):
     r = a[idx]
     if r.size and None not in idx:  # the common case: NumPy's view is already PyTorch's
@@ -133,6 +136,16 @@ def _basic_view(a, idx):
 
 
 def getitem(self, index):
+    if type(index) is slice and index.step is None and self._data.ndim and \
+            type(index.start) in _PLAIN and type(index.stop) in _PLAIN:
+        # fast path for x[a:b]: NumPy's view is PyTorch's whenever it is not empty
+        r = self._data[index]
+        if r.size:
+            out = make_view(self, r)
+            if self._requires_grad and state.enabled:
+                graph.record(_SLICE, (self,), out, {"shape": self._data.shape,
+                                                    "view_fn": lambda a: a[index]})
+            return out
     idx, advanced = _normalise(self, index)
     if not advanced:
         try:

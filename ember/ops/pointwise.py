@@ -17,12 +17,13 @@ from .registry import OpDef, POINTWISE, register, METHODS as _METHODS
 
 def defpw(name, ufunc=None, kernel=None, inputs=("self", "other"), rule=rule_promote,
           grads=None, attrs=None, names=None, method_names=None, inplace=True, precheck=None,
-          exact_scalar=False, native_lowp=False, **kw):
+          exact_scalar=False, native_lowp=False, scalars_promote=True, **kw):
     """Define a pointwise op. `precheck(values, metas, promoted_dtype, attrs)`, if given, runs
     on the raw operands before conversion (checks that need scalars or per-operand dtypes).
     float16/bfloat16 compute in float32 with Python scalars first rounded to the low dtype,
     as PyTorch does, except with `exact_scalar` (mul, div keep the scalar exact) or
-    `native_lowp` (the kernel runs on the low-precision array itself)."""
+    `native_lowp` (the kernel runs on the low-precision array itself). Without
+    `scalars_promote`, Python-scalar operands take no part in type promotion (lerp's weight)."""
     if kernel is None:
         kernel = (lambda xp, *a, _u=ufunc: _u(*a))
     op = OpDef(name, POINTWISE, kernel=kernel, ufunc=ufunc, inputs=inputs, dtype_rule=rule,
@@ -30,6 +31,7 @@ def defpw(name, ufunc=None, kernel=None, inputs=("self", "other"), rule=rule_pro
     op.precheck = precheck
     op.exact_scalar = exact_scalar
     op.native_lowp = native_lowp
+    op.scalars_promote = scalars_promote
     fn, inplace_fn = dispatch.make_pointwise(op)
     register(op, fn, names=names, method_names=method_names,
              inplace_fn=inplace_fn if inplace else None)
@@ -294,15 +296,17 @@ def _check_lerp(values, metas, dt, attrs):
 
 
 lerp = defpw("lerp", None, _lerp_kernel, inputs=("self", "end", "weight"), errstate=True,
-             precheck=_check_lerp,
+             precheck=_check_lerp, scalars_promote=False,
              grads={"self": lambda g, weight: g * (1 - weight),
                     "end": lambda g, weight: g * weight,
                     "weight": lambda g, self, end: g * (end - self)})
 
 
 def _addcmul_kernel(xp, a, t1, t2, value=1):
-    if isinstance(value, float) and xp.result_type(a, t1, t2).kind in "iu":
-        value = int(value)   # PyTorch converts `value` to the integral result type
+    dt = xp.result_type(a, t1, t2)
+    if dt.kind in "iu" and value != 1:
+        # PyTorch converts `value` to the integral result type (-1 wraps for uint8)
+        value = xp.asarray(int(value)).astype(dt)
     return a + value * (t1 * t2) if value != 1 else a + t1 * t2
 
 

@@ -33,12 +33,20 @@ _SUM = OpDef("sum", REDUCTION, attrs={"shape": None, "dims": None, "keepdim": Fa
              grads={"self": lambda g, shape, dims, keepdim: _expand_grad(g, shape, dims,
                                                                          keepdim)},
              node_name="SumBackward0")
+_FAST_SUM = (D.float32, D.float64)
 _SUM_DIM = OpDef("sum_dim", REDUCTION, attrs=_SUM.attrs, grads=_SUM.grads,
                  node_name="SumBackward1")
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of elements, over all dims or over `dim` (int or tuple)."""
+    if dim is None and dtype is None and out is None and input.dtype in _FAST_SUM:
+        # the common whole-tensor float sum: one NumPy reduction, nothing to normalise
+        res = wrap(np.add.reduce(input._data, axis=None), input.dtype)
+        if input._requires_grad and state.enabled:
+            graph.record(_SUM, (input,), res, {"shape": input._data.shape, "dims": None,
+                                               "keepdim": False})
+        return res
     dims = _dims(dim, input._data.ndim)
     dt = _sum_dtype(input, dtype)
     a = input._data if dtype is None else input._data.astype(dt.np)

@@ -28,7 +28,8 @@ def _scatter_kernel(g, shape, view_fn):
     n = int(np.prod(shape, dtype=np.int64))
     flat_idx = np.ascontiguousarray(idx).reshape(-1)
     gflat = np.ascontiguousarray(np.broadcast_to(g, idx.shape)).reshape(-1)
-    if len(np.unique(flat_idx)) == flat_idx.size:
+    # bincount, not np.unique: the uniqueness test is O(n) and ~100x faster on big grads
+    if flat_idx.size == 0 or np.bincount(flat_idx, minlength=n).max() <= 1:
         out = np.zeros(n, dtype=g.dtype)
         out[flat_idx] = gflat
     else:

@@ -212,7 +212,16 @@ def grads_batched(L):
     return gx, gw
 
 
-SCENARIOS = [grads_batched, requires_grad_turned_off, accumulate, accumulate_zeroed,
+def second_backward_without_saved_values(L):
+    x = L.tensor([1., 2.], requires_grad=True)
+    y = L.tensor([3., 5.], requires_grad=True)
+    z = (L.lerp(x + 2, y - 1, 0.25) + y.detach()[0]).sum()   # nothing freed by backward
+    z.backward()
+    z.backward()
+    return x.grad, y.grad
+
+
+SCENARIOS = [second_backward_without_saved_values, grads_batched, requires_grad_turned_off, accumulate, accumulate_zeroed,
              retain_grad, detach, data_training_loop, data_aliasing, data_assign, backward_inputs, rebase_inplace, copy_slices,
              copy_slices_views, stale_view, view_written_into_untracked_base, nonleaf_flags,
              grad_dtype, create_graph_backward, several_roots]

@@ -37,6 +37,12 @@ def twice(L):
     y.backward()
 
 
+def twice_scalar_mul(L):
+    y = (L.randn(3, requires_grad=True) * 2 / 3).sum()   # the numbers count as saved tensors
+    y.backward()
+    y.backward()
+
+
 def twice_grad(L):
     x = L.randn(3, requires_grad=True)
     y = x.sin().sum()
@@ -152,6 +158,7 @@ def assign_grad_wrong_dtype(L):
 CASES = [
     (twice, r"Trying to backward through the graph a second time"),
     (twice_grad, r"Specify retain_graph=True"),
+    (twice_scalar_mul, r"Trying to backward through the graph a second time"),
     (saved_after_free, r"directly access saved tensors after they have already been freed"),
     (nonscalar, r"grad can be implicitly created only for scalar outputs"),
     (modified_output, r"modified by an inplace operation: \[LIB\.(\w+) \[2, 3\]\], which is "

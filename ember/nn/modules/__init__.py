@@ -11,3 +11,28 @@ from .dropout import (Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout,  #
                       FeatureAlphaDropout)
 from .sparse import Embedding  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
+from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from .normalization import (LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm,  # noqa: F401
+                            InstanceNorm1d, InstanceNorm2d, InstanceNorm3d)
+from .loss import (L1Loss, MSELoss, NLLLoss, CrossEntropyLoss, BCELoss,  # noqa: F401
+                   BCEWithLogitsLoss, SmoothL1Loss, HuberLoss, KLDivLoss, PoissonNLLLoss,
+                   GaussianNLLLoss, CosineEmbeddingLoss, MarginRankingLoss,
+                   HingeEmbeddingLoss, TripletMarginLoss, MultiMarginLoss,
+                   MultiLabelMarginLoss, MultiLabelSoftMarginLoss, SoftMarginLoss, CTCLoss)
+from .rnn import RNNBase, RNN, LSTM, GRU, RNNCellBase, RNNCell, LSTMCell, GRUCell  # noqa: F401
+from .activation_attention import MultiheadAttention  # noqa: F401
+from .transformer import (TransformerEncoderLayer, TransformerEncoder,  # noqa: F401
+                          TransformerDecoderLayer, TransformerDecoder, Transformer)
+from .conv import (Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d,  # noqa: F401
+                   ConvTranspose3d)
+from .pooling import (MaxPool1d, MaxPool2d, MaxPool3d, AvgPool1d, AvgPool2d,  # noqa: F401
+                      AvgPool3d, AdaptiveAvgPool1d, AdaptiveAvgPool2d, AdaptiveAvgPool3d,
+                      AdaptiveMaxPool1d, AdaptiveMaxPool2d, AdaptiveMaxPool3d, MaxUnpool1d,
+                      MaxUnpool2d)
+from .upsampling import Upsample, UpsamplingNearest2d, UpsamplingBilinear2d  # noqa: F401
+from .pixelshuffle import PixelShuffle, PixelUnshuffle  # noqa: F401
+from .fold import Fold, Unfold  # noqa: F401
+from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d,  # noqa: F401
+                      ZeroPad2d, ZeroPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
+                      ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, CircularPad1d,
+                      CircularPad2d, CircularPad3d)

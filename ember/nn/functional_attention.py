@@ -1,0 +1,140 @@
+"""Attention functions of nn.functional: scaled_dot_product_attention and the multi-head
+attention forward used by nn.MultiheadAttention. Compositions of ember ops.
+
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # (..., L, Ev)
+"""
+import math
+
+import ember
+
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+
+def _mask_to_bias(mask, dtype, true_means_keep):
+    """A boolean mask as an additive float bias (-inf where attention is not allowed); a float
+    mask is returned cast to `dtype`."""
+    if mask is None:
+        return None
+    if mask.dtype == ember.bool:
+        blocked = mask if not true_means_keep else mask.logical_not()
+        return ember.zeros(mask.shape, dtype=dtype).masked_fill(blocked, float("-inf"))
+    return mask.to(dtype)
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q @ k^T * scale + bias) @ v`` over (..., L, E) queries and (..., S, E)
+    keys. A boolean `attn_mask` marks the positions allowed to attend (True = keep); a float
+    mask is added. `is_causal` applies a lower-triangular mask. `enable_gqa` repeats the
+    key/value heads (dim -3) to match the query heads."""
+    from .functional import softmax, dropout
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    L, S = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, dim=-3)
+        value = value.repeat_interleave(rep, dim=-3)
+    scores = query.matmul(key.transpose(-2, -1)) * scale
+    if is_causal:
+        keep = ember.ones((L, S), dtype=ember.bool).tril()
+        scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        scores = scores + _mask_to_bias(attn_mask, scores.dtype, true_means_keep=True)
+    attn = softmax(scores, dim=-1)
+    if dropout_p > 0.0:
+        attn = dropout(attn, dropout_p, training=True)
+    return attn.matmul(value)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,
+                                 in_proj_weight, in_proj_bias, bias_k, bias_v, add_zero_attn,
+                                 dropout_p, out_proj_weight, out_proj_bias, training=True,
+                                 key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None,
+                                 k_proj_weight=None, v_proj_weight=None, static_k=None,
+                                 static_v=None, average_attn_weights=True, is_causal=False):
+    """Multi-head attention on (L, N, E) query and (S, N, E) key/value (or unbatched (L, E)).
+    Masks use PyTorch's MultiheadAttention convention: True = not allowed; float = added.
+    Returns (output (L, N, E), weights (N, L, S) averaged over heads or (N, H, L, S), or
+    None)."""
+    from .functional import linear, softmax, dropout
+    batched = query.dim() == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint.")
+    # input projections
+    if not use_separate_proj_weight:
+        wq, wk, wv = in_proj_weight.chunk(3)
+    else:
+        wq, wk, wv = q_proj_weight, k_proj_weight, v_proj_weight
+    bq = bk = bv = None
+    if in_proj_bias is not None:
+        bq, bk, bv = in_proj_bias.chunk(3)
+    q = linear(query, wq, bq)
+    k = linear(key, wk, bk)
+    v = linear(value, wv, bv)
+    attn_mask = _mask_to_bias(attn_mask, q.dtype, true_means_keep=False)
+    if attn_mask is not None and attn_mask.dim() == 2:
+        attn_mask = attn_mask.unsqueeze(0)
+    key_padding_mask = _mask_to_bias(key_padding_mask, q.dtype, true_means_keep=False)
+    if bias_k is not None and bias_v is not None:
+        k = ember.cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
+        v = ember.cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
+        if attn_mask is not None:
+            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
+                                                          dtype=attn_mask.dtype)], -1)
+        if key_padding_mask is not None:
+            key_padding_mask = ember.cat([key_padding_mask, ember.zeros(
+                (key_padding_mask.shape[0], 1), dtype=key_padding_mask.dtype)], -1)
+    # (L, N, E) -> (N * H, L, head_dim)
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = (k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_k is None
+         else static_k)
+    v = (v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None
+         else static_v)
+    if add_zero_attn:
+        k = ember.cat([k, ember.zeros((k.shape[0], 1, head_dim), dtype=k.dtype)], 1)
+        v = ember.cat([v, ember.zeros((v.shape[0], 1, head_dim), dtype=v.dtype)], 1)
+        if attn_mask is not None:
+            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
+                                                          dtype=attn_mask.dtype)], -1)
+        if key_padding_mask is not None:
+            key_padding_mask = ember.cat([key_padding_mask, ember.zeros(
+                (key_padding_mask.shape[0], 1), dtype=key_padding_mask.dtype)], -1)
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+            bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    scores = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(head_dim))
+    if attn_mask is not None:
+        scores = scores + attn_mask
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0.0 and training:
+        weights = dropout(weights, dropout_p, training=True)
+    out = weights.matmul(v)                                   # (N * H, L, head_dim)
+    out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    if not batched:
+        out = out.squeeze(1)
+    if not need_weights:
+        return out, None
+    weights = weights.reshape(bsz, num_heads, tgt_len, src_len)
+    if average_attn_weights:
+        weights = weights.mean(1)
+    if not batched:
+        weights = weights.squeeze(0)
+    return out, weights

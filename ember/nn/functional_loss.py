@@ -1,0 +1,514 @@
+"""Loss functions of nn.functional. Each is a composition of ember ops (autograd gives the
+derivative), written in the numerically stable form (log-sum-exp with the max subtracted,
+log-sigmoid via ``max(-x, 0)``). Half-precision inputs are computed in float32 and the result
+cast back, as PyTorch's kernels accumulate in float32.
+
+    loss = F.cross_entropy(logits, labels, label_smoothing=0.1)
+    loss.backward()
+"""
+import math
+import warnings
+
+import numpy as np
+
+import ember
+
+__all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
+           "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
+           "huber_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
+           "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
+           "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
+           "multilabel_soft_margin_loss", "soft_margin_loss", "ctc_loss"]
+
+_HALF = (ember.float16, ember.bfloat16)
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    """The deprecated size_average/reduce pair mapped to a reduction string."""
+    if size_average is None and reduce is None:
+        return reduction
+    warnings.warn("size_average and reduce args will be deprecated, please use "
+                  "reduction='{}' instead.".format(
+                      "none" if reduce is False else
+                      ("sum" if size_average is False else "mean")))
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def _up(*ts):
+    """Half-precision tensors promoted to float32 (others unchanged), and the dtype to cast
+    the result back to."""
+    out_dtype = ts[0].dtype
+    return [t.float() if isinstance(t, ember.Tensor) and t.dtype in _HALF else t
+            for t in ts], out_dtype
+
+
+def _down(loss, dtype):
+    return loss.to(dtype) if dtype in _HALF else loss
+
+
+def _check_same_size(input, target, name=None):
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({ember.Size(target.shape)}) that is different to "
+                      f"the input size ({ember.Size(input.shape)}). This will likely lead to "
+                      "incorrect results due to broadcasting. Please ensure they have the same "
+                      "size.", stacklevel=3)
+        input, target = ember.broadcast_tensors(input, target)
+    return input, target
+
+
+# ---- classification ----
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """``-input[n, target[n]] * weight[target[n]]``; input is (N, C, d1, ...) or (C,) of
+    log-probabilities. 'mean' divides by the summed weights of the non-ignored targets."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input.dim() < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
+    if input.dim() == 1:
+        if target.dim() != 0:
+            raise ValueError(f"Expected input batch_size ({1}) to match target batch_size "
+                             f"({target.shape[0] if target.dim() else 1}).")
+        input, target, squeeze = input.unsqueeze(0), target.unsqueeze(0), True
+    else:
+        squeeze = False
+        if input.shape[0] != (target.shape[0] if target.dim() else -1):
+            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                             f"batch_size ({target.shape[0] if target.dim() else 1}).")
+        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+            raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}"
+                               f", got {list(target.shape)}")
+    if target.dtype.is_floating_point:
+        raise RuntimeError("expected scalar type Long but found "
+                           f"{str(target.dtype).split('.')[-1].capitalize()}")
+    c = input.shape[1]
+    keep = target != ignore_index
+    safe = ember.where(keep, target, 0)
+    t_np = safe.numpy()
+    if t_np.size and (t_np.min() < 0 or t_np.max() >= c):
+        bad = t_np[(t_np < 0) | (t_np >= c)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
+    picked = -input.gather(1, safe.unsqueeze(1)).squeeze(1)
+    w = (ember.ones((), dtype=input.dtype) if weight is None
+         else weight.to(input.dtype)[safe.reshape(-1)].reshape(safe.shape))
+    w = ember.where(keep, w, 0.0).to(input.dtype)
+    loss = picked * w
+    if squeeze:
+        loss, w = loss.squeeze(0), w.squeeze(0)
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    return _reduce(loss, reduction)
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """``nll_loss(log_softmax(input, class dim), target)`` for class-index targets, or
+    ``-sum(target * log_softmax(input))`` for class-probability targets; `label_smoothing`
+    mixes the targets with the uniform distribution."""
+    from .functional import log_softmax
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    (input, weight), dt = _up(input, weight)
+    cdim = 1 if input.dim() >= 2 else 0
+    c = input.shape[cdim] if input.dim() else 1
+    logp = log_softmax(input, cdim)
+    wshape = [1] * input.dim()
+    if weight is not None:
+        wshape[cdim] = c
+        wb = weight.reshape(wshape)
+    if target.dtype.is_floating_point:
+        if tuple(target.shape) != tuple(input.shape):
+            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
+                               f"{list(target.shape)}")
+        target = target.to(input.dtype)
+        if label_smoothing > 0:
+            target = target * (1 - label_smoothing) + label_smoothing / c
+        prod = logp * target if weight is None else logp * target * wb
+        loss = -prod.sum(cdim)
+        if reduction == "mean":
+            n = input.numel() // c if input.dim() else 1
+            return _down(loss.sum() / n, dt)
+        return _down(_reduce(loss, reduction), dt)
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0:
+        return _down(nll, dt)
+    keep = target != ignore_index
+    smooth = -(logp if weight is None else logp * wb).sum(cdim)
+    smooth = ember.where(keep, smooth, 0.0)
+    if reduction == "mean":
+        if weight is None:
+            smooth = smooth.sum() / keep.sum()
+        else:
+            safe = ember.where(keep, target, 0)
+            smooth = smooth.sum() / ember.where(keep, weight[safe], 0.0).sum()
+    else:
+        smooth = _reduce(smooth, reduction)
+    return _down((1 - label_smoothing) * nll + smooth * (label_smoothing / c), dt)
+
+
+def _log_sigmoid_pair(x):
+    """(log(sigmoid(x)), log(1 - sigmoid(x))) computed without overflow."""
+    m = (-x).clamp_min(0)
+    lse = m + ((-m).exp() + (-x - m).exp()).log()        # log(1 + exp(-x))
+    return -lse, -x - lse
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``-(t * log(x) + (1 - t) * log(1 - x)) * weight`` with the logs clamped at -100."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({ember.Size(target.shape)}) that is different "
+                         f"to the input size ({ember.Size(input.shape)}) is deprecated. Please "
+                         "ensure they have the same size.")
+    (input, target, weight), dt = _up(input, target, weight)
+    loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(
+        -100))
+    if weight is not None:
+        loss = loss * weight
+    return _down(_reduce(loss, reduction), dt)
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """``binary_cross_entropy(sigmoid(input), target)`` computed stably from the logits;
+    `pos_weight` scales the positive term."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
+                         f"size ({ember.Size(input.shape)})")
+    (input, target, weight, pos_weight), dt = _up(input, target, weight, pos_weight)
+    log_p, log_q = _log_sigmoid_pair(input)
+    if pos_weight is None:
+        loss = -(target * log_p + (1 - target) * log_q)
+    else:
+        loss = -(pos_weight * target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _down(_reduce(loss, reduction), dt)
+
+
+# ---- regression ----
+def _pointwise_loss(fn, input, target, size_average, reduce, reduction):
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    input, target = _check_same_size(input, target)
+    (input, target), dt = _up(input, target)
+    return _down(_reduce(fn(input - target), reduction), dt)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """``(input - target) ** 2``, reduced."""
+    if weight is not None:
+        return _pointwise_loss(lambda d: d * d * weight, input, target, size_average, reduce,
+                               reduction)
+    return _pointwise_loss(lambda d: d * d, input, target, size_average, reduce, reduction)
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """``|input - target|``, reduced."""
+    if weight is not None:
+        return _pointwise_loss(lambda d: d.abs() * weight, input, target, size_average, reduce,
+                               reduction)
+    return _pointwise_loss(lambda d: d.abs(), input, target, size_average, reduce, reduction)
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``."""
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    if beta == 0:
+        return l1_loss(input, target, size_average, reduce, reduction)
+
+    def fn(d):
+        a = d.abs()
+        return ember.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
+    return _pointwise_loss(fn, input, target, size_average, reduce, reduction)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    if delta <= 0:
+        raise RuntimeError("huber_loss does not support non-positive values for delta.")
+
+    def fn(d):
+        a = d.abs()
+        out = ember.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
+        return out if weight is None else out * weight
+    return _pointwise_loss(fn, input, target, None, None, reduction)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """``target * (log(target) - input)`` with `input` given as log-probabilities (and
+    `target` too when `log_target`). 'batchmean' divides the sum by the batch size."""
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce, reduction)
+    elif reduction == "mean":
+        warnings.warn("reduction: 'mean' divides the total loss by both the batch size and the "
+                      "support size.'batchmean' divides only by the batch size, and aligns with "
+                      "the KL div math definition.'mean' will be changed to behave the same as "
+                      "'batchmean' in the next major release.")
+    (input, target), dt = _up(input, target)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        pos = target > 0
+        safe = ember.where(pos, target, 1.0)
+        loss = ember.where(pos, target * safe.log(), 0.0) - target * input
+    if reduction == "batchmean":
+        out = loss.sum() / input.shape[0] if input.dim() else loss.sum()
+        return _down(out, dt)
+    return _down(_reduce(loss, reduction), dt)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """``exp(input) - target * input`` (log_input) or ``input - target * log(input + eps)``;
+    `full` adds Stirling's approximation of ``log(target!)`` where target > 1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    (input, target), dt = _up(input, target)
+    if log_input:
+        loss = input.exp() - target * input
+    else:
+        loss = input - target * (input + eps).log()
+    if full:
+        big = target > 1
+        t = ember.where(big, target, 2.0)
+        stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
+        loss = loss + ember.where(big, stirling, 0.0)
+    return _down(_reduce(loss, reduction), dt)
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    """``0.5 * (log(var) + (input - target)**2 / var)`` (+ 0.5 log(2 pi) when `full`); `var`
+    is clamped at `eps` without affecting its gradient, as PyTorch does."""
+    if isinstance(var, (int, float)):
+        var = ember.full_like(input, float(var))
+    if tuple(var.shape) != tuple(input.shape):
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            pass
+        else:
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if bool((var < 0).any()):
+        raise ValueError("var has negative entry/entries")
+    (input, target, var), dt = _up(input, target, var)
+    var = var + (var.clamp_min(eps) - var).detach()
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _down(_reduce(loss, reduction), dt)
+
+
+# ---- embedding / ranking ----
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    dim = input1.dim() - 1
+    eps = 1e-12
+    prod = (input1 * input2).sum(dim)
+    m1 = (input1 * input1).sum(dim) + eps
+    m2 = (input2 * input2).sum(dim) + eps
+    cos = prod / (m1 * m2).sqrt()
+    loss = (ember.where(target == 1, 1 - cos, 0.0)
+            + ember.where(target == -1, (cos - margin).clamp_min(0), 0.0))
+    return _reduce(loss, reduction)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
+                           f"dimension but got sizes: input1: {ember.Size(input1.shape)}, "
+                           f"input2: {ember.Size(input2.shape)}, target: "
+                           f"{ember.Size(target.shape)} ")
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """`input` where target is 1, ``max(0, margin - input)`` where target is -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    loss = (ember.where(target != 1, (margin - input).clamp_min(0), 0.0)
+            + ember.where(target != -1, input, 0.0))
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(0, d(a, p) - d(a, n) + margin)`` with the pairwise p-norm distance; `swap` uses
+    ``min(d(a, n), d(p, n))`` as the negative distance."""
+    from .functional import pairwise_distance
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not (anchor.dim() == positive.dim() == negative.dim()):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions, but got: anchor {anchor.dim()}D, "
+                           f"positive {positive.dim()}D, and negative {negative.dim()}D inputs")
+    d_pos = pairwise_distance(anchor, positive, p, eps)
+    d_neg = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+    return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C`` (times ``weight[y]``)."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    squeeze = input.dim() <= 1
+    x = input.reshape(1, -1) if squeeze else input
+    t = target.reshape(-1)
+    c = x.shape[1]
+    xy = x.gather(1, t.unsqueeze(1))
+    z = (margin - xy + x).clamp_min(0)
+    if p == 2:
+        z = z * z
+    if weight is not None:
+        z = z * weight[t].unsqueeze(1)
+    not_y = ember.arange(c).unsqueeze(0) != t.unsqueeze(1)
+    loss = ember.where(not_y, z, 0.0).sum(1) / c
+    if squeeze:
+        loss = loss.reshape(target.shape if target.dim() else ())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``sum_{j in targets} sum_{i not in targets} max(0, 1 - (x[j] - x[i])) / C``; the
+    targets of a sample are its `target` entries up to the first -1."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    squeeze = input.dim() <= 1
+    x = input.reshape(1, -1) if squeeze else input
+    t = target.reshape(x.shape).numpy()
+    n, c = x.shape
+    valid = np.cumprod(t != -1, axis=1).astype(bool)
+    is_t = np.zeros((n, c), dtype=bool)
+    rows = np.nonzero(valid)
+    is_t[rows[0], t[rows]] = True
+    pair = ember.tensor(is_t[:, :, None] & ~is_t[:, None, :])
+    z = (1 - (x.unsqueeze(2) - x.unsqueeze(1))).clamp_min(0)
+    loss = ember.where(pair, z, 0.0).sum((1, 2)) / c
+    if squeeze:
+        loss = loss.reshape(() if input.dim() == 1 else input.shape[:-1])
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """Mean over classes of the binary cross-entropy of ``sigmoid(input)`` against `target`."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    log_p, log_q = _log_sigmoid_pair(input)
+    loss = -(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(input.dim() - 1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-target * input))``."""
+    reduction = _legacy_reduction(size_average, reduce, reduction)
+    log_p, _ = _log_sigmoid_pair(target * input)
+    return _reduce(-log_p, reduction)
+
+
+# ---- CTC ----
+def _as_long(x):
+    if isinstance(x, ember.Tensor):
+        return x.numpy().astype(np.int64).reshape(-1)
+    return np.asarray(x, dtype=np.int64).reshape(-1)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist temporal classification loss: ``-log p(target | log_probs)`` summed
+    over all alignments, by the forward (alpha) recursion in log space. `log_probs` is
+    (T, N, C) (or (T, C) unbatched); `targets` is (N, S) padded or the targets of all
+    samples concatenated. Vectorised over the batch and the extended labels; loops over time.
+    'mean' divides each loss by its target length, then averages over the batch."""
+    unbatched = log_probs.dim() == 2
+    if unbatched:
+        log_probs = log_probs.unsqueeze(1)
+        if targets.dim() == 1:
+            targets = targets.unsqueeze(0)
+    t_len, n, c = log_probs.shape
+    in_len = _as_long(input_lengths)
+    tg_len = _as_long(target_lengths)
+    if len(in_len) != n or len(tg_len) != n:
+        raise RuntimeError(f"input_lengths must be of size batch_size, {n}")
+    if (in_len > t_len).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_len}, but got "
+                           f"value {in_len.max()}")
+    tg = targets.numpy().astype(np.int64)
+    s_max = int(tg_len.max()) if n else 0
+    padded = np.full((n, s_max), blank, dtype=np.int64)
+    if tg.ndim == 1:                      # concatenated targets
+        offsets = np.concatenate([[0], np.cumsum(tg_len)[:-1]])
+        for i in range(n):
+            padded[i, :tg_len[i]] = tg[offsets[i]:offsets[i] + tg_len[i]]
+    else:
+        for i in range(n):
+            padded[i, :tg_len[i]] = tg[i, :tg_len[i]]
+    L = 2 * s_max + 1
+    ext = np.full((n, L), blank, dtype=np.int64)
+    ext[:, 1::2] = padded
+    skip = np.zeros((n, L), dtype=bool)
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    neg = -1e30          # "log 0": finite, so the gradients of impossible paths stay 0
+    dtype = log_probs.dtype
+    # log-probabilities of the extended labels at every step: (T, N, L)
+    idx = ember.tensor(np.broadcast_to(ext, (t_len, n, L)).copy())
+    lp = log_probs.gather(2, idx)
+    init_ok = np.zeros((n, L), dtype=bool)
+    init_ok[:, 0] = True
+    init_ok[:, 1] = tg_len > 0
+    negt = ember.full((n, 1), neg, dtype=dtype)
+    alpha = ember.where(ember.tensor(init_ok[:, :L]), lp[0], neg) if t_len else None
+    skip_t = ember.tensor(skip)
+    for t in range(1, t_len):
+        a1 = ember.cat([negt, alpha[:, :-1]], 1)
+        a2 = ember.where(skip_t, ember.cat([negt, negt, alpha[:, :-2]], 1) if L > 2
+                         else alpha, neg)
+        m = ember.maximum(ember.maximum(alpha, a1), a2).detach()
+        s = ((alpha - m).exp() + (a1 - m).exp() + (a2 - m).exp()).log() + m + lp[t]
+        alpha = ember.where(ember.tensor((t < in_len)[:, None]), s, alpha)
+    ends = ember.tensor(np.stack([2 * tg_len, np.maximum(2 * tg_len - 1, 0)], 1))
+    fin = alpha.gather(1, ends)
+    fin_last = fin[:, 0]
+    fin_prev = ember.where(ember.tensor(tg_len > 0), fin[:, 1], neg)
+    m = ember.maximum(fin_last, fin_prev).detach()
+    ll = ((fin_last - m).exp() + (fin_prev - m).exp()).log() + m
+    feasible = ll > neg / 2
+    # PyTorch's CTC gradient w.r.t. log_probs is ``exp(log_probs) - occupancy`` (it assumes
+    # log_softmax outputs; through log_softmax both give the same logits gradient). The
+    # zero-valued term below adds the exp(log_probs) part over each sample's valid steps.
+    valid = ember.tensor((np.arange(t_len)[:, None] < in_len[None, :])[:, :, None])
+    mass = ember.where(valid, log_probs.exp(), 0.0).sum((0, 2))
+    loss = ember.where(feasible, -ll + (mass - mass.detach()),
+                       0.0 if zero_infinity else float("inf"))
+    if unbatched:
+        loss = loss.squeeze(0)
+    if reduction == "mean":
+        return (loss / ember.tensor(np.maximum(tg_len, 1).reshape(loss.shape), dtype=dtype)
+                ).mean()
+    return _reduce(loss, reduction)

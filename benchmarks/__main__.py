@@ -8,10 +8,61 @@ import sys
 
 from . import harness
 
-WORKLOADS = ["op_overhead", "matmul"]
+WORKLOADS = ["op_overhead", "mlp_train", "cnn_train", "gpt_train", "pointwise", "gpt_infer",
+             "matmul", "memory"]
+
+
+def run_training(name, threads, torch, ember):
+    from .train_workloads import CASES
+    build, work, unit = CASES[name]
+    harness.set_threads(threads, torch, ember)
+    fe, ft = build(ember), build(torch)
+    te, tt, busy = harness.measure_pair(fe, ft, samples=5, target=0.2)
+    if work is None:
+        ve, vt, ratio = te * 1e3, tt * 1e3, tt / te
+    else:
+        ve, vt = work / te, work / tt
+        ratio = ve / vt
+    print(f"{name:12s} {'':34s} t={threads} ember {ve:10.2f} torch {vt:10.2f} {unit:8s}"
+          f" speed ember/torch {ratio:5.2f}x  (cpu busy {busy:.0%})", flush=True)
+    return [(name, "", threads, ve, vt, ratio, unit, busy)]
+
+
+MEMORY_SCRIPT = """
+import resource, sys
+lib = sys.argv[1]
+if lib == "torch":
+    import torch
+    torch.set_num_threads(1)
+else:
+    import ember as torch
+from benchmarks.train_workloads import gpt_train
+step = gpt_train(torch)
+for _ in range(20):
+    step()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0)
+"""
+
+
+def run_memory(threads):
+    import subprocess
+    peaks = {}
+    for lib in ("ember", "torch"):
+        out = subprocess.run([sys.executable, "-c", MEMORY_SCRIPT, lib], capture_output=True,
+                             text=True, check=True, cwd=os.path.dirname(os.path.dirname(
+                                 os.path.abspath(__file__))))
+        peaks[lib] = float(out.stdout.strip().splitlines()[-1])
+    ratio = peaks["torch"] / peaks["ember"]
+    print(f"{'memory':12s} {'peak RSS, gpt_train 20 steps':34s} ember {peaks['ember']:10.1f} "
+          f"torch {peaks['torch']:10.1f} MiB      torch/ember {ratio:5.2f}x", flush=True)
+    return [("memory", "peak RSS, gpt_train 20 steps", 1, peaks["ember"], peaks["torch"], ratio,
+             "MiB", 0.0)]
 
 
 def run_workload(name, threads, torch, ember):
+    from .train_workloads import CASES
+    if name in CASES:
+        return run_training(name, threads, torch, ember)
     mod = importlib.import_module(f"benchmarks.{name}")
     harness.set_threads(threads, torch, ember)
     ce, ct = mod.cases(ember), mod.cases(torch)
@@ -61,8 +112,9 @@ def write_markdown(rows, command, path="BENCHMARKS.md"):
         f"- torch {torch.__version__}, numpy {numpy.__version__}, BLAS: {harness.blas_info()}",
         f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}",
         "- 'speed' is ember relative to torch: torch time / ember time (or ember throughput /"
-        " torch throughput); above 1 means ember is faster. Medians of alternating samples;"
-        " 'busy' is the CPU load sampled just before the pair was measured.",
+        " torch throughput); above 1 means ember is faster (for memory: torch peak / ember"
+        " peak). Medians of alternating samples; 'busy' is the CPU load sampled just before"
+        " the pair was measured.",
         "",
         "| workload | case | threads | ember | torch | unit | speed ember/torch | busy |",
         "|---|---|---|---|---|---|---|---|",
@@ -85,6 +137,9 @@ def main(argv=None):
     print(f"machine: {machine()}\nBLAS: {harness.blas_info()}", flush=True)
     rows = []
     for name in args.names or WORKLOADS:
+        if name == "memory":
+            rows.extend(run_memory(1))
+            continue
         for th in args.threads:
             rows.extend(run_workload(name, th, torch, ember))
     if args.write:

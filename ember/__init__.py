@@ -218,3 +218,7 @@ from . import nn  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
+from . import amp  # noqa: E402,F401
+from .amp import (autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled,  # noqa: E402,F401
+                  set_autocast_dtype, is_autocast_cpu_enabled, get_autocast_cpu_dtype,
+                  is_autocast_cache_enabled, clear_autocast_cache)

@@ -19,6 +19,7 @@ from .ops.registry import OpDef, EXTERN, register
 from .ops import reduction as _reduction
 from .ops.linalg import finish, record_fn, linalg_cross, _out, diag_embed as _diag_embed
 from .ops.linalg import matmul  # noqa: F401  (torch.linalg.matmul)
+from .amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 
 class LinAlgError(RuntimeError):
@@ -96,6 +97,7 @@ _INV = OpDef("linalg_inv", EXTERN, node_name="LinalgInvExBackward0",
 
 def inv(A, *, out=None):
     """Inverse of each square matrix in the batch; singular ones raise LinAlgError."""
+    if _amp.autocast_enabled: return _amp_fp32(inv, **locals())
     _check_matrix("linalg.inv", A)
     a = A._data
     try:
@@ -124,6 +126,7 @@ _SOLVE = OpDef("linalg_solve", EXTERN, inputs=("A", "B"), node_name="LinalgSolve
 
 def solve(A, B, *, left=True, out=None):
     """Solve ``A X = B`` (or ``X A = B`` with left=False). B may be a (batch of) vector(s)."""
+    if _amp.autocast_enabled: return _amp_fp32(solve, **locals())
     _check_matrix("linalg.solve", A)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A "
@@ -216,6 +219,7 @@ _CHOL = OpDef("linalg_cholesky", EXTERN, attrs={"upper": False},
 
 def cholesky(A, *, upper=False, out=None):
     """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
+    if _amp.autocast_enabled: return _amp_fp32(cholesky, **locals())
     _check_matrix("linalg.cholesky", A)
     a = A._data
     try:
@@ -248,6 +252,7 @@ def _qr_grad_tall(gQ, gR, Q, R):
 
 def qr(A, mode="reduced", *, out=None):
     """QR decomposition; mode 'reduced' (default), 'complete' or 'r' (Q is then empty)."""
+    if _amp.autocast_enabled: return _amp_fp32(qr, **locals())
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
@@ -322,6 +327,7 @@ def _svd_grad(gU, gS, gVh, U, S, Vh, full):
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh, singular values in descending order."""
+    if _amp.autocast_enabled: return _amp_fp32(svd, **locals())
     _check_matrix("linalg.svd", A, square=False)
     U, s, Vh = np.linalg.svd(A._data, full_matrices=full_matrices)
     Ut, St, Vht = wrap(U, A.dtype), wrap(s, A.dtype), wrap(Vh, A.dtype)
@@ -335,6 +341,7 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 def svdvals(A, *, driver=None, out=None):
     """Singular values, descending."""
+    if _amp.autocast_enabled: return _amp_fp32(svdvals, **locals())
     if A._requires_grad:
         return svd(A, full_matrices=False).S
     _check_matrix("linalg.svdvals", A, square=False)
@@ -349,6 +356,7 @@ def _check_uplo(UPLO):
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices; only the
     `UPLO` triangle is read."""
+    if _amp.autocast_enabled: return _amp_fp32(eigh, **locals())
     _check_matrix("linalg.eigh", A)
     _check_uplo(UPLO)
     w, V = np.linalg.eigh(A._data, UPLO=UPLO)
@@ -369,6 +377,7 @@ def eigh(A, UPLO="L", *, out=None):
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues of symmetric matrices, ascending."""
+    if _amp.autocast_enabled: return _amp_fp32(eigvalsh, **locals())
     if A._requires_grad:
         return eigh(A, UPLO).eigenvalues
     _check_matrix("linalg.eigvalsh", A)
@@ -405,6 +414,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """Number of singular values above the tolerance (int64)."""
+    if _amp.autocast_enabled: return _amp_fp32(matrix_rank, **locals())
     _check_matrix("linalg.matrix_rank", A, square=False)
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -415,6 +425,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
 
 def lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solution of A X = B (solution = pinv(A) @ B, differentiable)."""
+    if _amp.autocast_enabled: return _amp_fp32(lstsq, **locals())
     if driver is None:
         driver = "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
@@ -530,6 +541,7 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
+    if _amp.autocast_enabled: x, y = _amp_cast("linalg_vecdot", x, y)
     return _out((x * y).sum(dim), out)
 
 
@@ -555,6 +567,7 @@ def _torch_qr(input, some=True, *, out=None):
 
 
 def _pinverse(input, rcond=1e-15):
+    if _amp.autocast_enabled: return _amp_fp32(_pinverse, **locals())
     return pinv(input, rtol=rcond)
 
 

@@ -15,6 +15,8 @@ class _State(threading.local):
     anomaly = False
     anomaly_check_nan = True
     modes = ()
+    autocast_enabled = False   # ember.autocast: listed ops cast their inputs (ember/amp/policy.py)
+    autocast_dtype = None      # the lower-precision dtype of the innermost autocast region
 
 
 state = _State()

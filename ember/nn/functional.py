@@ -12,6 +12,7 @@ import numpy as np
 
 import ember
 from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 
 def _check_p(p):
@@ -35,6 +36,7 @@ def linear(input, weight, bias=None):
     >>> F.linear(ember.ones(2, 3), ember.ones(4, 3)).shape
     ember.Size([2, 4])
     """
+    if _amp.autocast_enabled: input, weight, bias = _amp_cast("linear", input, weight, bias)
     out = input.matmul(weight.t())
     return out if bias is None else out + bias
 
@@ -91,6 +93,7 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def prelu(input, weight):
     """Leaky ReLU with a learned slope per channel (dim 1) or one shared slope."""
+    if _amp.autocast_enabled: input, weight = _amp_cast("prelu", input, weight)
     if weight.numel() == 1:
         w = weight.reshape(())
     else:   # channels are dim 1; an input of fewer than 2 dims has one channel

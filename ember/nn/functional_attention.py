@@ -6,6 +6,7 @@ attention forward used by nn.MultiheadAttention. Compositions of ember ops.
 import math
 
 import ember
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -27,6 +28,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     keys. A boolean `attn_mask` marks the positions allowed to attend (True = keep); a float
     mask is added. `is_causal` applies a lower-triangular mask. `enable_gqa` repeats the
     key/value heads (dim -3) to match the query heads."""
+    if _amp.autocast_enabled: query, key, value, attn_mask = _amp_cast("scaled_dot_product_attention", query, key, value, attn_mask)
     from .functional import softmax, dropout
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "

@@ -22,6 +22,7 @@ from numpy.lib.stride_tricks import as_strided
 import ember
 from ..dispatch import wrap
 from ..ops.linalg import record_fn, kernel_array
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -111,8 +112,9 @@ def _cols(xp, ks, stride, dil, out, groups):
 def _gmat(g, groups):
     """(N, G*Og, *O) -> (G, Og, N*prod(O))."""
     n, co = g.shape[:2]
-    return g.reshape(n, groups, co // groups, -1).transpose(1, 2, 0, 3).reshape(
-        groups, co // groups, -1)
+    p = math.prod(g.shape[2:])      # explicit sizes: -1 is ambiguous for empty tensors
+    return g.reshape(n, groups, co // groups, p).transpose(1, 2, 0, 3).reshape(
+        groups, co // groups, n * p)
 
 
 def _bmm(a, b):
@@ -131,7 +133,7 @@ def _conv(x, w, stride, pads, dil, groups):
     out = _out_size(a.shape[2:], pads, ks, stride, dil)
     cols = _cols(_pad_array(a, pads), ks, stride, dil, out, groups)
     co = b.shape[0]
-    r = _bmm(b.reshape(groups, co // groups, -1), cols)       # (G, Og, N*P)
+    r = _bmm(b.reshape(groups, co // groups, math.prod(b.shape[1:])), cols)   # (G, Og, N*P)
     r = np.ascontiguousarray(r.reshape(co, a.shape[0], *out).swapaxes(0, 1))
     res = wrap(r, x.dtype)
 
@@ -149,7 +151,7 @@ def _conv_tr(g, w, size, stride, pads, dil, groups):
     nd = len(ks)
     co, cg = b.shape[:2]
     n, out = a.shape[0], a.shape[2:]
-    wt = b.reshape(groups, co // groups, -1).transpose(0, 2, 1)       # (G, Cg*K, Og)
+    wt = b.reshape(groups, co // groups, math.prod(b.shape[1:])).transpose(0, 2, 1)  # (G,CgK,Og)
     cols = _bmm(wt, _gmat(a, groups))                            # (G, Cg*K, N*P)
     cols = cols.reshape((groups * cg,) + tuple(ks) + (n,) + tuple(out))
     cols = cols.transpose((1 + nd, 0) + tuple(range(1, 1 + nd)) + tuple(range(2 + nd, 2 + 2 * nd)))
@@ -192,8 +194,9 @@ def _check_conv(nd, name, input, weight, bias, groups, transposed=False):
         raise RuntimeError("non-positive groups is not supported")
     if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
         other = weight if input.dtype is not weight.dtype else bias
-        raise RuntimeError(f"Input type ({input.dtype}) and {'weight' if other is weight else 'bias'}"
-                           f" type ({other.dtype}) should be the same")
+        what = "weight" if other is weight else "bias"
+        raise RuntimeError(f"Input type ({input.dtype}) and {what} type ({other.dtype}) should "
+                           "be the same")
     c = input.shape[-nd - 1]
     if transposed:
         if weight.shape[0] != c:
@@ -235,12 +238,12 @@ def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
             pads = ((0, 0),) * nd
         elif padding == "same":
             if any(s != 1 for s in stride):
-                raise ValueError("padding='same' is not supported for strided convolutions")
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
             pads = tuple((dilation[i] * (ks[i] - 1) // 2,
                           dilation[i] * (ks[i] - 1) - dilation[i] * (ks[i] - 1) // 2)
                          for i in range(nd))
         else:
-            raise ValueError(f"Invalid padding string '{padding}'")
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
     else:
         pads = tuple((p, p) for p in _tup(padding, nd, "padding"))
     if any(s <= 0 for s in stride):
@@ -249,8 +252,8 @@ def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
         raise RuntimeError("negative padding is not supported")
     size = tuple(x.shape[2:])
     out = _out_size(size, pads, ks, stride, dilation)
-    if any(o <= 0 for o in out) or any(s + lo + hi < dilation[i] * (ks[i] - 1) + 1 for i, (s, (lo, hi))
-                                       in enumerate(zip(size, pads))):
+    if any(o <= 0 for o in out) or any(s + lo + hi < dilation[i] * (ks[i] - 1) + 1
+                                       for i, (s, (lo, hi)) in enumerate(zip(size, pads))):
         raise RuntimeError(f"Calculated padded input size per channel: "
                            f"({' x '.join(str(s + lo + hi) for s, (lo, hi) in zip(size, pads))})"
                            f". Kernel size: ({' x '.join(str(k) for k in ks)}). Kernel size "
@@ -261,6 +264,7 @@ def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C, L) input with (out, C/groups, k) weight."""
+    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv1d", input, weight, bias)
     return _convnd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -270,11 +274,13 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> F.conv2d(ember.ones(1, 3, 5, 5), ember.ones(2, 3, 3, 3), padding=1).shape
     ember.Size([1, 2, 5, 5])
     """
+    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv2d", input, weight, bias)
     return _convnd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of (N, C, D, H, W) input with (out, C/groups, kd, kh, kw) weight."""
+    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv3d", input, weight, bias)
     return _convnd(3, "conv3d", input, weight, bias, stride, padding, dilation, groups)
 
 
@@ -307,6 +313,7 @@ def _conv_transposend(nd, name, input, weight, bias, stride, padding, output_pad
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 1-D convolution (the adjoint of conv1d); weight (in, out/groups, k)."""
+    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv_transpose1d", input, weight, bias)
     return _conv_transposend(1, "conv_transpose1d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
 
@@ -314,12 +321,14 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 2-D convolution (the adjoint of conv2d); weight (in, out/groups, kh, kw)."""
+    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv_transpose2d", input, weight, bias)
     return _conv_transposend(2, "conv_transpose2d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
+    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv_transpose3d", input, weight, bias)
     return _conv_transposend(3, "conv_transpose3d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
 
@@ -330,11 +339,12 @@ def _unfold_op(x, ks, dil, pads, stride):
     out = _out_size(a.shape[2:], pads, ks, stride, dil)
     win = _windows(_pad_array(a, pads), ks, stride, dil, out)
     n, c = a.shape[:2]
-    r = np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * math.prod(ks), -1)
+    r = np.ascontiguousarray(win.transpose(0, 1, 4, 5, 2, 3)).reshape(n, c * math.prod(ks),
+                                                                      math.prod(out))
     res = wrap(r, x.dtype)
     size = a.shape[2:]
 
-    def backward(grads, needs, ):
+    def backward(grads, needs):
         return (_fold_op(grads[0], size, ks, dil, pads, stride),)
     return record_fn("Im2ColBackward0", (x,), (res,), backward)[0]
 
@@ -398,13 +408,15 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 # ---- max pooling: argmax over a window view, then a gather/scatter pair by tap ------------
-def _tap_gather(x, tap, ks, stride, dil, pads, out):
-    """out[n, c, o] = padded(x)[n, c, o * stride + tap(o) * dil]  (zeros outside x)."""
+def _tap_gather(x, tap, ks, stride, dil, pads, out, values=None):
+    """out[n, c, o] = padded(x)[n, c, o * stride + tap(o) * dil]  (zeros outside x);
+    `values`: the result when the caller already has it (max pooling's forward)."""
     a = _arr(x)
-    win = _windows(_pad_array(a, pads), ks, stride, dil, out)
-    flat = win.reshape(win.shape[:2 + len(ks)] + (-1,))
-    r = np.take_along_axis(flat, tap[..., None], -1)[..., 0]
-    res = wrap(r, x.dtype)
+    if values is None:
+        win = _windows(_pad_array(a, pads), ks, stride, dil, out)
+        flat = win.reshape(win.shape[:2 + len(ks)] + (math.prod(ks),))
+        values = np.take_along_axis(flat, tap[..., None], -1)[..., 0]
+    res = wrap(values, x.dtype)
     size = a.shape[2:]
 
     def backward(grads, needs):
@@ -421,9 +433,13 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
                        (out[i] - 1) * stride[i] + (ks[i] - 1) * dil[i] + 1) for i in range(nd))
     buf = np.zeros(a.shape[:2] + padded, dtype=a.dtype)
     zero = np.zeros((), a.dtype)
+    disjoint = all((ks[i] - 1) * dil[i] < stride[i] for i in range(nd))
     for j, k in enumerate(itertools.product(*(range(x) for x in ks))):
-        buf[(slice(None), slice(None)) + _tap_slices(k, stride, dil, out)] += np.where(
-            tap == j, a, zero)
+        view = buf[(slice(None), slice(None)) + _tap_slices(k, stride, dil, out)]
+        if disjoint:        # each position belongs to one (window, tap) at most: assign
+            view[...] = np.where(tap == j, a, zero)
+        else:
+            view += np.where(tap == j, a, zero)
     res = wrap(np.ascontiguousarray(_crop(buf, pads, size)), g.dtype)
 
     def backward(grads, needs):
@@ -478,8 +494,19 @@ def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mo
     a = _arr(x)
     low = -np.inf if a.dtype.kind == "f" else np.iinfo(a.dtype).min
     win = _windows(_pad_array(a, pads, low), ks, st, dil, out)
-    tap = win.reshape(win.shape[:2 + nd] + (-1,)).argmax(-1)
-    r = _tap_gather(x, tap, ks, st, dil, pads, out)
+    # taps first, each one contiguous: max and the first tap reaching it are then whole-array
+    # ops (argmax over a short last axis is ~10x slower)
+    taps = np.ascontiguousarray(win.transpose(tuple(range(2 + nd, 2 + 2 * nd))
+                                              + tuple(range(2 + nd))))
+    taps = taps.reshape((math.prod(ks),) + win.shape[:2 + nd])
+    best = taps.max(0)
+    if a.dtype.kind == "f" and np.isnan(best).any():
+        tap = taps.argmax(0)            # NaN wins and argmax picks the first NaN, as PyTorch
+    else:
+        tap = np.full(best.shape, taps.shape[0] - 1, np.int64)
+        for j in range(taps.shape[0] - 2, -1, -1):
+            tap = np.where(taps[j] == best, j, tap)
+    r = _tap_gather(x, tap, ks, st, dil, pads, out, best)
     if not batched:
         r = r.squeeze(0)
     if not return_indices:
@@ -515,6 +542,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
+    if _amp.autocast_enabled: return _amp_fp32(max_pool3d, **locals())
     return _max_poolnd(3, "max_pool3d", input, kernel_size, stride, padding, dilation,
                        ceil_mode, return_indices)
 
@@ -573,6 +601,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
+    if _amp.autocast_enabled: return _amp_fp32(avg_pool3d, **locals())
     return _avg_poolnd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
 
@@ -622,6 +651,7 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool3d(input, output_size):
+    if _amp.autocast_enabled: return _amp_fp32(adaptive_avg_pool3d, **locals())
     return _adaptive_avg(3, "adaptive_avg_pool3d", input, output_size)
 
 
@@ -652,7 +682,7 @@ def _adaptive_max(nd, name, input, output_size, return_indices):
     perm = (0, 1) + tuple(2 + 2 * i for i in range(nd)) + tuple(3 + 2 * i for i in range(nd))
     vals = vals.transpose(perm)
     ksh = vals.shape[2 + nd:]
-    tap = vals.reshape(vals.shape[:2 + nd] + (-1,)).argmax(-1)
+    tap = vals.reshape(vals.shape[:2 + nd] + (math.prod(vals.shape[2 + nd:]),)).argmax(-1)
     kidx = np.unravel_index(tap, ksh)
     flat = 0
     for i in range(nd):
@@ -676,6 +706,7 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
+    if _amp.autocast_enabled: return _amp_fp32(adaptive_max_pool3d, **locals())
     return _adaptive_max(3, "adaptive_max_pool3d", input, output_size, return_indices)
 
 
@@ -712,11 +743,13 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    if _amp.autocast_enabled: return _amp_fp32(max_unpool1d, **locals())
     return _max_unpoolnd(1, input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value of a max_pool2d output at its index in a zero (N, C, H, W) tensor."""
+    if _amp.autocast_enabled: return _amp_fp32(max_unpool2d, **locals())
     return _max_unpoolnd(2, input, indices, kernel_size, stride, padding, output_size)
 
 
@@ -801,7 +834,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
                          f"{input.dim()}D)")
     if antialias:
         raise NotImplementedError("ember: interpolate(antialias=True) is not implemented")
-    if (size is None) == (scale_factor is None):
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     in_size = tuple(input.shape[2:])
     if size is not None:
@@ -829,6 +864,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     x = input
     for i in range(nd):
         dim = 2 + i
+        # PyTorch's CPU kernels copy a dim whose size does not change, whatever the scale,
+        # in the linear modes and in 2-D nearest (not in bicubic, 1-D or 3-D nearest)
+        if in_size[i] == out[i] and (mode in ("linear", "bilinear", "trilinear")
+                                     or (mode == "nearest" and nd == 2)):
+            continue
         if mode.startswith("nearest"):
             idx = _nearest_index(in_size[i], out[i], scales[i], mode == "nearest-exact")
             x = x.index_select(dim, wrap(idx, ember.int64))
@@ -871,6 +911,7 @@ def pad(input, pad, mode="constant", value=None):
     >>> F.pad(ember.ones(1, 2), (1, 1)).tolist()
     [[0.0, 1.0, 1.0, 0.0]]
     """
+    if _amp.autocast_enabled and mode in ("reflect", "replicate"): input = _amp_cast("reflection_pad", input)
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
@@ -905,8 +946,8 @@ def pad(input, pad, mode="constant", value=None):
     if value is not None and value != 0:
         raise ValueError(f"Padding mode \"{mode}\" doesn't take in value argument")
     if not (k + 1 <= input.dim() <= k + 2) or k > 3:
-        raise NotImplementedError(f"Only 2D, 3D, 4D, 5D padding with non-constant padding are "
-                                  f"supported for now")
+        raise NotImplementedError(f"Padding size {len(pad)} is not supported for "
+                                  f"{input.dim()}D input tensor.")
     x = input
     for i, (lo, hi) in enumerate(pairs):
         d = input.dim() - 1 - i
@@ -1034,6 +1075,7 @@ def _source(c, n, padding_mode, align_corners):
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample (N, C, H, W) input at grid (N, Ho, Wo, 2) points ((x, y) in [-1, 1])."""
+    if _amp.autocast_enabled: return _amp_fp32(grid_sample, **locals())
     if mode not in ("bilinear", "nearest"):
         if mode == "bicubic":
             raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented")

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 import ember
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 __all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
@@ -75,6 +76,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """``-input[n, target[n]] * weight[target[n]]``; input is (N, C, d1, ...) or (C,) of
     log-probabilities. 'mean' divides by the summed weights of the non-ignored targets."""
+    if _amp.autocast_enabled: return _amp_fp32(nll_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if input.dim() < 1:
         raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
@@ -118,6 +120,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """``nll_loss(log_softmax(input, class dim), target)`` for class-index targets, or
     ``-sum(target * log_softmax(input))`` for class-probability targets; `label_smoothing`
     mixes the targets with the uniform distribution."""
+    if _amp.autocast_enabled: return _amp_fp32(cross_entropy, **locals())
     from .functional import log_softmax
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -170,6 +173,7 @@ def _log_sigmoid_pair(x):
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """``-(t * log(x) + (1 - t) * log(1 - x)) * weight`` with the logs clamped at -100."""
+    if _amp.autocast_enabled: return _amp_fp32(binary_cross_entropy, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({ember.Size(target.shape)}) that is different "
@@ -187,6 +191,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
                                      reduce=None, reduction="mean", pos_weight=None):
     """``binary_cross_entropy(sigmoid(input), target)`` computed stably from the logits;
     `pos_weight` scales the positive term."""
+    if _amp.autocast_enabled: return _amp_fp32(binary_cross_entropy_with_logits, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
@@ -212,6 +217,7 @@ def _pointwise_loss(fn, input, target, size_average, reduce, reduction):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """``(input - target) ** 2``, reduced."""
+    if _amp.autocast_enabled: return _amp_fp32(mse_loss, **locals())
     if weight is not None:
         return _pointwise_loss(lambda d: d * d * weight, input, target, size_average, reduce,
                                reduction)
@@ -220,6 +226,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """``|input - target|``, reduced."""
+    if _amp.autocast_enabled: return _amp_fp32(l1_loss, **locals())
     if weight is not None:
         return _pointwise_loss(lambda d: d.abs() * weight, input, target, size_average, reduce,
                                reduction)
@@ -228,6 +235,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``."""
+    if _amp.autocast_enabled: return _amp_fp32(smooth_l1_loss, **locals())
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
@@ -241,6 +249,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
+    if _amp.autocast_enabled: return _amp_fp32(huber_loss, **locals())
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
 
@@ -254,6 +263,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """``target * (log(target) - input)`` with `input` given as log-probabilities (and
     `target` too when `log_target`). 'batchmean' divides the sum by the batch size."""
+    if _amp.autocast_enabled: return _amp_fp32(kl_div, **locals())
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce, reduction)
     elif reduction == "mean":
@@ -278,6 +288,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """``exp(input) - target * input`` (log_input) or ``input - target * log(input + eps)``;
     `full` adds Stirling's approximation of ``log(target!)`` where target > 1."""
+    if _amp.autocast_enabled: return _amp_fp32(poisson_nll_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     (input, target), dt = _up(input, target)
     if log_input:
@@ -320,6 +331,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
+    if _amp.autocast_enabled: return _amp_fp32(cosine_embedding_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     dim = input1.dim() - 1
     eps = 1e-12
@@ -335,6 +347,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``."""
+    if _amp.autocast_enabled: return _amp_fp32(margin_ranking_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
@@ -347,6 +360,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """`input` where target is 1, ``max(0, margin - input)`` where target is -1."""
+    if _amp.autocast_enabled: return _amp_fp32(hinge_embedding_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = (ember.where(target != 1, (margin - input).clamp_min(0), 0.0)
             + ember.where(target != -1, input, 0.0))
@@ -357,6 +371,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         size_average=None, reduce=None, reduction="mean"):
     """``max(0, d(a, p) - d(a, n) + margin)`` with the pairwise p-norm distance; `swap` uses
     ``min(d(a, n), d(p, n))`` as the negative distance."""
+    if _amp.autocast_enabled: return _amp_fp32(triplet_margin_loss, **locals())
     from .functional import pairwise_distance
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not (anchor.dim() == positive.dim() == negative.dim()):
@@ -373,6 +388,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C`` (times ``weight[y]``)."""
+    if _amp.autocast_enabled: return _amp_fp32(multi_margin_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -396,6 +412,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``sum_{j in targets} sum_{i not in targets} max(0, 1 - (x[j] - x[i])) / C``; the
     targets of a sample are its `target` entries up to the first -1."""
+    if _amp.autocast_enabled: return _amp_fp32(multilabel_margin_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     squeeze = input.dim() <= 1
     x = input.reshape(1, -1) if squeeze else input
@@ -427,6 +444,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
+    if _amp.autocast_enabled: return _amp_fp32(soft_margin_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     log_p, _ = _log_sigmoid_pair(target * input)
     return _reduce(-log_p, reduction)
@@ -446,6 +464,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     (T, N, C) (or (T, C) unbatched); `targets` is (N, S) padded or the targets of all
     samples concatenated. Vectorised over the batch and the extended labels; loops over time.
     'mean' divides each loss by its target length, then averages over the batch."""
+    if _amp.autocast_enabled: return _amp_fp32(ctc_loss, **locals())
     unbatched = log_probs.dim() == 2
     if unbatched:
         log_probs = log_probs.unsqueeze(1)
@@ -481,7 +500,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     lp = log_probs.gather(2, idx)
     init_ok = np.zeros((n, L), dtype=bool)
     init_ok[:, 0] = True
-    init_ok[:, 1] = tg_len > 0
+    if L > 1:
+        init_ok[:, 1] = tg_len > 0
     negt = ember.full((n, 1), neg, dtype=dtype)
     alpha = ember.where(ember.tensor(init_ok[:, :L]), lp[0], neg) if t_len else None
     skip_t = ember.tensor(skip)

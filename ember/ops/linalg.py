@@ -15,6 +15,8 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, COMPOSITE, register
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from ..amp.policy import einsum_contracts
 
 LOWP = (D.float16, D.bfloat16)
 
@@ -140,6 +142,7 @@ def matmul(input, other, *, out=None):
     >>> (ember.ones(2, 3) @ ember.ones(3)).shape
     ember.Size([2])
     """
+    if _amp.autocast_enabled: input, other = _amp_cast("matmul", input, other)
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): argument 'other' must be Tensor")
     a, b = input._data, other._data
@@ -179,6 +182,7 @@ def _same_dtype_scalar(a, b):
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of (b, n, m) and (b, m, p) tensors (no broadcasting)."""
+    if _amp.autocast_enabled: input, mat2 = _amp_cast("bmm", input, mat2)
     for name, t in (("batch1", input), ("batch2", mat2)):
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
@@ -300,6 +304,7 @@ def _add_product(name, input, a, b, beta, alpha, prod_shape, out):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``; input broadcasts to the product's shape."""
+    if _amp.autocast_enabled: input, mat1, mat2 = _amp_cast("addmm", input, mat1, mat2)
     for name, t in (("mat1", mat1), ("mat2", mat2)):
         if t.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {t.dim()}-D tensor")
@@ -328,6 +333,7 @@ def _batch_checks(b1, b2):
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
+    if _amp.autocast_enabled: input, batch1, batch2 = _amp_cast("addbmm", input, batch1, batch2)
     _batch_checks(batch1, batch2)
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError(f"batch1 and batch2 must have same number of batches, got "
@@ -341,6 +347,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
+    if _amp.autocast_enabled: input, batch1, batch2 = _amp_cast("baddbmm", input, batch1, batch2)
     _batch_checks(batch1, batch2)
     b, n, m = batch1.shape
     if tuple(batch2.shape[:2]) != (b, m):
@@ -430,6 +437,7 @@ def einsum(equation, *operands):
     repeated subscripts (diagonals). Operands come as varargs or as one list."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if _amp.autocast_enabled and einsum_contracts(equation): operands = _amp_cast("einsum", *operands)  # noqa: E501
     for t in operands[1:]:
         if t.dtype is not operands[0].dtype:
             raise RuntimeError(f"expected scalar type {_fname(operands[0].dtype)} but found "
@@ -554,6 +562,7 @@ def kron(input, other, *, out=None):
 
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integer inputs give int64)."""
+    if _amp.autocast_enabled: return _amp_fp32(trace, **locals())
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return input.diagonal().sum()
@@ -639,6 +648,7 @@ def cross(input, other, dim=None, *, out=None):
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M)."""
+    if _amp.autocast_enabled: return _amp_fp32(cdist, **locals())
     if x1.dim() < 2 or x2.dim() < 2:
         bad, t = ("X1", x1) if x1.dim() < 2 else ("X2", x2)
         raise RuntimeError(f"cdist only supports at least 2D tensors, {bad} got: {t.dim()}D")

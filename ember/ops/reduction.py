@@ -18,6 +18,7 @@ from .registry import OpDef, REDUCTION, register
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
                             reduced_count, kernel_dtype, multi_output, grad_at, write_out,
                             reduce_result as _reduce)
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 INF = math.inf
 
@@ -164,6 +165,7 @@ _PROD_DIM = OpDef("prod_dim", REDUCTION, attrs=_PROD.attrs, grads=_PROD.grads,
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of all elements, or along one `dim` (an int, as in PyTorch)."""
+    if _amp.autocast_enabled: return _amp_fp32(prod, **locals())
     if dim is not None and not isinstance(dim, int):
         raise TypeError(f"prod() received an invalid combination of arguments - got (Tensor, "
                         f"{type(dim).__name__}), but expected one of: (Tensor input, *, dtype) "

@@ -23,7 +23,15 @@ def _index_map(shape, view_fn):
     return view_fn(np.arange(n, dtype=np.int64).reshape(shape))
 
 
-def _scatter_kernel(g, shape, view_fn):
+def _scatter_kernel(g, shape, view_fn, disjoint=False):
+    if disjoint:
+        # a view whose elements are distinct places of its base (everything but expand,
+        # unfold and as_strided): write g through the same view of a zero tensor
+        out = np.zeros(shape, dtype=g.dtype)
+        target = view_fn(out)
+        if np.may_share_memory(target, out):
+            target[...] = g
+            return out
     idx = _index_map(shape, view_fn)
     n = int(np.prod(shape, dtype=np.int64))
     flat_idx = np.ascontiguousarray(idx).reshape(-1)
@@ -38,10 +46,10 @@ def _scatter_kernel(g, shape, view_fn):
     return out.reshape(shape)
 
 
-def _view_scatter(g, shape, view_fn):
+def _view_scatter(g, shape, view_fn, disjoint=False):
     """The adjoint of a view: a zero tensor of `shape` with `g` summed into the viewed places."""
     from ..dispatch import wrap
-    out = wrap(_scatter_kernel(g._data, tuple(shape), view_fn), g.dtype)
+    out = wrap(_scatter_kernel(g._data, tuple(shape), view_fn, disjoint), g.dtype)
     if state.enabled and g._requires_grad:
         graph.record(_SCATTER, (g,), out, {"shape": shape, "view_fn": view_fn})
     return out
@@ -67,10 +75,22 @@ def _grad_of_view(g, shape, view_fn):
     return _view_scatter(g, shape, view_fn)
 
 
-def view_op(name, node_name=None):
-    """Declare a view op; returns its OpDef for `apply_view`."""
+def _grad_of_disjoint_view(g, shape, view_fn):
+    if g._data.shape == tuple(shape) and view_fn is _identity:
+        return g
+    return _view_scatter(g, shape, view_fn, disjoint=True)
+
+
+def _identity(a):
+    return a.view()
+
+
+def view_op(name, node_name=None, disjoint=True):
+    """Declare a view op; returns its OpDef for `apply_view`. `disjoint=False` marks views
+    whose elements may alias each other (expand, unfold, as_strided): their gradient sums."""
     return OpDef(name, VIEW, attrs={"shape": None, "view_fn": None},
-                 grads={"self": _grad_of_view}, node_name=node_name)
+                 grads={"self": _grad_of_disjoint_view if disjoint else _grad_of_view},
+                 node_name=node_name)
 
 
 def apply_view(op, self, view_fn):
@@ -228,12 +248,13 @@ _T = view_op("t")
 _PERMUTE = view_op("permute")
 _SQUEEZE = view_op("squeeze")
 _UNSQUEEZE = view_op("unsqueeze")
-_EXPAND = view_op("expand")
+_EXPAND = OpDef("expand", VIEW, attrs={"shape": None, "view_fn": None},
+                grads={"self": lambda g, shape: g.sum_to_size(shape)})
 _SELECT = view_op("select")
 _SLICE = view_op("slice")
 _DIAGONAL = view_op("diagonal")
-_AS_STRIDED = view_op("as_strided")
-_UNFOLD = view_op("unfold")
+_AS_STRIDED = view_op("as_strided", disjoint=False)
+_UNFOLD = view_op("unfold", disjoint=False)
 _ALIAS = view_op("alias")
 
 

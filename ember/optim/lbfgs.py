@@ -149,6 +149,13 @@ class LBFGS(Optimizer):
             p._data[...] = a
             p._bump_version()
 
+    def _wrap(self, a):
+        """State values as tensors of the parameters' dtype (arrays and NumPy scalars)."""
+        if not isinstance(a, (np.ndarray, np.generic)):
+            return a
+        dt = self._params[0].dtype
+        return Tensor._make(np.asarray(a, dt.np), dt)
+
     def _directional_evaluate(self, closure, x, t, d):
         self._add_grad(t, d)
         loss = float(_eval_closure(closure))
@@ -218,7 +225,7 @@ class LBFGS(Optimizer):
                 for i in range(num_old):
                     be_i = old_dirs[i].dot(r) * ro[i]
                     r += (al[i] - be_i) * old_stps[i]
-                state["al"] = [None if a is None else Tensor._make(np.asarray(a), self._params[0].dtype) for a in al]
+                state["al"] = [None if a is None else self._wrap(a) for a in al]
 
             if prev_flat_grad is None:
                 prev_flat_grad = flat_grad.copy()
@@ -268,19 +275,12 @@ class LBFGS(Optimizer):
             if abs(loss - prev_loss) < tolerance_change:
                 break
 
-        pd = self._params[0].dtype
-
-        def wrap(a):
-            if isinstance(a, np.ndarray) or isinstance(a, np.generic):
-                return Tensor._make(np.asarray(a), pd) if np.asarray(a).dtype == pd.np \
-                    else Tensor._make(np.asarray(a, pd.np), pd)
-            return a
-        state["d"] = wrap(d)
-        state["t"] = wrap(t) if isinstance(t, np.generic) else t
-        state["old_dirs"] = [wrap(v) for v in old_dirs]
-        state["old_stps"] = [wrap(v) for v in old_stps]
-        state["ro"] = [wrap(v) for v in ro]
-        state["H_diag"] = wrap(H_diag)
-        state["prev_flat_grad"] = wrap(prev_flat_grad)
+        state["d"] = self._wrap(d)
+        state["t"] = t if isinstance(t, (int, float)) else self._wrap(t)
+        state["old_dirs"] = [self._wrap(v) for v in old_dirs]
+        state["old_stps"] = [self._wrap(v) for v in old_stps]
+        state["ro"] = [self._wrap(v) for v in ro]
+        state["H_diag"] = self._wrap(H_diag)
+        state["prev_flat_grad"] = self._wrap(prev_flat_grad)
         state["prev_loss"] = prev_loss
         return orig_loss

@@ -69,22 +69,31 @@ def _wrap_step(step):
         self._opt_called = True
         pre = self._optimizer_step_pre_hooks
         if not (pre or _global_step_pre_hooks or self._optimizer_step_post_hooks
-                or _global_step_post_hooks):
+                or _global_step_post_hooks) or self.__dict__.get("_in_hooked_step"):
+            # (a subclass's step calling super().step() runs the hooks once, not twice)
             return step(self, *args, **kwargs)
-        for hook in chain(_global_step_pre_hooks.values(), pre.values()):
-            res = hook(self, args, kwargs)
-            if res is not None:
-                if not (isinstance(res, tuple) and len(res) == 2):
-                    raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
-                                       f"new_kwargs), but got {res}.")
-                args, kwargs = res
-        out = step(self, *args, **kwargs)
-        for hook in chain(self._optimizer_step_post_hooks.values(),
-                          _global_step_post_hooks.values()):
-            hook(self, args, kwargs)
-        return out
+        self._in_hooked_step = True
+        try:
+            return _hooked(self, step, pre, args, kwargs)
+        finally:
+            self._in_hooked_step = False
     wrapper._wrapped_by_optimizer = True
     return wrapper
+
+
+def _hooked(self, step, pre, args, kwargs):
+    for hook in chain(_global_step_pre_hooks.values(), pre.values()):
+        res = hook(self, args, kwargs)
+        if res is not None:
+            if not (isinstance(res, tuple) and len(res) == 2):
+                raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
+                                   f"new_kwargs), but got {res}.")
+            args, kwargs = res
+    out = step(self, *args, **kwargs)
+    for hook in chain(self._optimizer_step_post_hooks.values(),
+                      _global_step_post_hooks.values()):
+        hook(self, args, kwargs)
+    return out
 
 
 def _typename(x):

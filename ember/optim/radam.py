@@ -1,5 +1,4 @@
 """RAdam: Adam with the variance of the adaptive learning rate rectified."""
-import math
 
 import numpy as np
 

@@ -335,6 +335,12 @@ def test_ctc_options():
                                         tg[0, :2], torch.tensor(8), torch.tensor(2)])
 
 
+def test_ctc_all_targets_empty():
+    lp = TF.log_softmax(rnd((4, 2, 3)), 2).detach().requires_grad_()
+    compare(TF.ctc_loss, EF.ctc_loss, [lp, torch.zeros(2, 0, dtype=torch.long),
+                                        torch.tensor([4, 3]), torch.tensor([0, 0])])
+
+
 def test_gradcheck_ctc():
     lp, tg, il, tl = _ctc_case(3, n=2, t=5, c=3)
     _gc(lambda a: EF.ctc_loss(EF.log_softmax(a, 2), E(tg), E(il), E(tl)), lp.detach())

@@ -150,3 +150,21 @@ def test_gradcheck_norm_functionals():
     _gc(lambda x, w, b: EF.layer_norm(x, (2,), w[:2], b[:2]), x4, w, b)
     _gc(lambda x, w: EF.rms_norm(x, (2, 2), w.reshape(2, 2)), x4, w)
     _gc(lambda x: EF.local_response_norm(x, 3, alpha=0.5), x4)
+
+
+@pytest.mark.parametrize("tdt,edt,tol", [(torch.float16, ember.float16, 4e-3),
+                                         (torch.bfloat16, ember.bfloat16, 3e-2)])
+def test_norm_functionals_half(tdt, edt, tol):
+    x = torch.from_numpy(np.random.default_rng(0).standard_normal((4, 3, 8)) * 3 + 5).float()
+    tx, ex = x.to(tdt), E(x).to(edt)
+    for tf, ef in [(lambda a: torch.nn.functional.layer_norm(a, (8,)),
+                    lambda a: EF.layer_norm(a, (8,))),
+                   (lambda a: torch.nn.functional.group_norm(a, 3),
+                    lambda a: EF.group_norm(a, 3)),
+                   (lambda a: torch.nn.functional.batch_norm(a, None, None, training=True),
+                    lambda a: EF.batch_norm(a, None, None, training=True)),
+                   (lambda a: torch.nn.functional.rms_norm(a, (8,)),
+                    lambda a: EF.rms_norm(a, (8,)))]:
+        t, e = tf(tx), ef(ex)
+        assert e.dtype == edt
+        np.testing.assert_allclose(e.float().numpy(), t.float().numpy(), rtol=tol, atol=tol)

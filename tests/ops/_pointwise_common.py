@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
     ml_dtypes = None
 
 # a bigger sweep: EMBER_PW_EXAMPLES=500 pytest tests/ops/test_pointwise.py
-EXAMPLES = int(os.environ.get("EMBER_PW_EXAMPLES", "25"))
+EXAMPLES = int(os.environ.get("EMBER_PW_EXAMPLES", "20"))
 
 DTYPES = ("bool", "uint8", "int8", "int16", "int32", "int64",
           "float16", "bfloat16", "float32", "float64")

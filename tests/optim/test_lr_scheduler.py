@@ -263,3 +263,13 @@ def test_math_sanity_cosine_values():
         s.step()
         assert math.isclose(s.get_last_lr()[0], 0.05 * (1 + math.cos(math.pi * e / 10)),
                             rel_tol=1e-9)
+
+
+def test_verbose_is_deprecated_but_accepted():
+    opt = make_opt(ember)
+    s = ember.optim.lr_scheduler.StepLR(opt, 2)  # default: no warning
+    with pytest.warns(UserWarning, match="verbose parameter is deprecated"):
+        s = ember.optim.lr_scheduler.ExponentialLR(opt, 0.5, verbose=True)
+    opt.step()
+    s.step()
+    assert s.get_last_lr() == [0.05, 0.025]

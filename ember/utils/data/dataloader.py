@@ -8,7 +8,6 @@ the queue with short timeouts and checks that every worker is alive, so a worker
 signal or a crash raises RuntimeError instead of hanging the loop.
 """
 import itertools
-import multiprocessing
 import os
 import queue
 import sys
@@ -156,9 +155,6 @@ class DataLoader:
             return n
         return len(self._index_sampler)
 
-    def check_worker_number_rationality(self):
-        pass
-
 
 class _BaseIter:
     def __init__(self, loader):
@@ -214,6 +210,7 @@ class _MultiProcessIter(_BaseIter):
         self._in_order = loader.in_order
         self._persistent = loader.persistent_workers
         super().__init__(loader)       # draws the base seed and starts the first pass
+        import multiprocessing   # here, not at module level: `import ember` stays quick
         ctx = loader.multiprocessing_context
         if ctx is None:
             ctx = multiprocessing.get_context("fork" if sys.platform == "linux" else None)

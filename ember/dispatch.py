@@ -176,7 +176,9 @@ def make_pointwise(op):
     # comparisons and logical ops write their bools into a self of any dtype
     bool_result = rule in (rule_compare, rule_to_bool)
     nin = len(op.inputs)
-    errstate = op.errstate
+    # ember/__init__ turns NumPy's warnings off unless EMBER_NUMPY_WARNINGS=1 asks to keep
+    # them; only then do kernels need their own errstate
+    errstate = op.errstate and np.geterr()["invalid"] != "ignore"
     int_div = op.int_div_check
     defaults = op.attrs
 
@@ -262,6 +264,17 @@ def make_pointwise(op):
                 broadcast_error([a0._data, args[1]._data])
                 raise
             rdt = fast_dtype[a0.dtype]
+        elif (nin == 2 and not attrs and ufunc is not None and not errstate
+              and isinstance(a0, Tensor) and type(args[1]) in _PY_NUMBER
+              and a0.dtype in fast_float):
+            # float tensor with a Python number: the number is weak, NumPy keeps the dtype
+            r = ufunc(a0._data, args[1])
+            rdt = fast_dtype[a0.dtype]
+        elif (nin == 2 and not attrs and ufunc is not None and not errstate
+              and type(a0) in _PY_NUMBER and isinstance(args[1], Tensor)
+              and args[1].dtype in fast_float):
+            r = ufunc(a0, args[1]._data)
+            rdt = fast_dtype[args[1].dtype]
         else:
             r, rdt = compute(args, attrs)
         result = wrap(r, rdt)
@@ -294,7 +307,11 @@ def make_pointwise(op):
             graph.record_inplace(op, args, self, attrs, old)
         return self
 
+    fast_float = {d: r for d, r in fast_dtype.items() if d in (D.float32, D.float64)}
     return function, inplace
+
+
+_PY_NUMBER = (int, float)
 
 
 def _bind(op, args, kwargs):

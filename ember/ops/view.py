@@ -76,9 +76,28 @@ def _grad_of_view(g, shape, view_fn):
 
 
 def _grad_of_disjoint_view(g, shape, view_fn):
-    if g._data.shape == tuple(shape) and view_fn is _identity:
-        return g
+    adjoint = getattr(view_fn, "adjoint", None)
+    if adjoint is not None:
+        # a permutation of dims (transpose, t, permute): its gradient is the inverse
+        # permutation of g, itself a view — no copy, and differentiable again
+        return apply_view(_PERMUTE, g, adjoint)
     return _view_scatter(g, shape, view_fn, disjoint=True)
+
+
+def reshape_op(name, node_name=None):
+    """A view that only regroups dims (view, squeeze, unsqueeze, alias): its gradient is
+    `g` reshaped back to the input's shape, a view whenever `g` allows it."""
+    return OpDef(name, VIEW, attrs={"shape": None, "view_fn": None},
+                 grads={"self": lambda g, shape: g.reshape(shape)}, node_name=node_name)
+
+
+def _permutation(dims):
+    """view_fn for a dim permutation, carrying its inverse for the derivative."""
+    inverse = tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
+    fn = (lambda a: a.transpose(dims))
+    inv = (lambda a: a.transpose(inverse))
+    fn.adjoint, inv.adjoint = inv, fn
+    return fn
 
 
 def _identity(a):
@@ -144,8 +163,8 @@ def _shape_arg(shape):
 
 
 # ---- view / reshape ----
-_VIEW = view_op("view")
-_RESHAPE_ALIAS = view_op("_reshape_alias", node_name="ViewBackward0")
+_VIEW = reshape_op("view")
+_RESHAPE_ALIAS = reshape_op("_reshape_alias", node_name="ViewBackward0")
 
 
 def view(self, *shape, dtype=None):
@@ -246,8 +265,8 @@ def unflatten(self, dim, sizes):
 _TRANSPOSE = view_op("transpose")
 _T = view_op("t")
 _PERMUTE = view_op("permute")
-_SQUEEZE = view_op("squeeze")
-_UNSQUEEZE = view_op("unsqueeze")
+_SQUEEZE = reshape_op("squeeze")
+_UNSQUEEZE = reshape_op("unsqueeze")
 _EXPAND = OpDef("expand", VIEW, attrs={"shape": None, "view_fn": None},
                 grads={"self": lambda g, shape: g.sum_to_size(shape)})
 _SELECT = view_op("select")
@@ -255,7 +274,7 @@ _SLICE = view_op("slice")
 _DIAGONAL = view_op("diagonal")
 _AS_STRIDED = view_op("as_strided", disjoint=False)
 _UNFOLD = view_op("unfold", disjoint=False)
-_ALIAS = view_op("alias")
+_ALIAS = reshape_op("alias")
 
 
 def transpose(self, dim0, dim1):
@@ -263,14 +282,16 @@ def transpose(self, dim0, dim1):
     d0, d1 = S.wrap_dim(dim0, nd), S.wrap_dim(dim1, nd)
     if nd < 2 or d0 == d1:
         return apply_view(_TRANSPOSE, self, lambda a: a.view())
-    return apply_view(_TRANSPOSE, self, lambda a: a.swapaxes(d0, d1))
+    dims = list(range(nd))
+    dims[d0], dims[d1] = d1, d0
+    return apply_view(_TRANSPOSE, self, _permutation(tuple(dims)))
 
 
 def t(self):
     nd = self._data.ndim
     if nd > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {nd}D")
-    return apply_view(_T, self, lambda a: a.T)
+    return apply_view(_T, self, _permutation((1, 0)) if nd == 2 else (lambda a: a.view()))
 
 
 def permute(self, *dims):
@@ -283,7 +304,7 @@ def permute(self, *dims):
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
     dims = S.wrap_dims(dims, nd)
-    return apply_view(_PERMUTE, self, lambda a: a.transpose(dims))
+    return apply_view(_PERMUTE, self, _permutation(dims))
 
 
 def movedim(self, source, destination):

@@ -12,7 +12,7 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(VPY) -m ember.examples.tour
+	$(VPY) -m ember.examples.gpt
 
 test: $(STAMP)
 	$(VPY) -m pytest -n 2 tests

@@ -15,3 +15,9 @@ settings.register_profile(
 )
 settings.register_profile("explore", deadline=None, derandomize=False, max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ember"))
+
+# Two test workers share two cores: torch's own thread pool would spin-wait against the other
+# worker and slow some tests 100x, so the reference library runs single-threaded.
+import torch  # noqa: E402
+
+torch.set_num_threads(1)

@@ -59,6 +59,8 @@ def copy_state(src, dst):
 
 
 def assert_state_close(t_model, e_model, rtol, atol):
+    """Same keys, shapes, dtypes and values. (After Adam steps, `atol` must allow for larger
+    differences in entries whose gradient is at rounding-noise level: Adam normalises it.)"""
     t_state, e_state = t_model.state_dict(), e_model.state_dict()
     assert list(t_state) == list(e_state)
     for k, tv in t_state.items():

@@ -175,8 +175,11 @@ def test_resume_from_checkpoint_continues_exactly(lib, amp, tmp_path):
     assert first == full[:2 * STEPS_PER_EPOCH]
     ckpt = lib.load(path)
     assert ckpt["epoch"] == 1 and set(ckpt) == {"model", "optimizer", "scaler", "epoch"}
-    # fresh objects, built with a different seed, then everything comes from the checkpoint
-    rest, resumed_model, scaler = mod.train(epochs=3, resume=path, seed=1, amp_dtype=dtype)
+    # fresh objects, the model starting from other weights: all state comes from the file
+    lib.manual_seed(7)
+    other = mod.Net().state_dict()
+    rest, resumed_model, scaler = mod.train(epochs=3, resume=path, seed=1, amp_dtype=dtype,
+                                            init_state=other)
     assert len(rest) == STEPS_PER_EPOCH
     np.testing.assert_allclose(rest, full[2 * STEPS_PER_EPOCH:], rtol=1e-6, atol=0)
     for (k, v), (_, w) in zip(full_model.state_dict().items(),

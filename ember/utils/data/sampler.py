@@ -63,7 +63,12 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         g = _seeded(self.generator)
         if self.replacement:
-            yield from g._rng.integers(0, n, size=self.num_samples, dtype=np.int64).tolist()
+            # drawn in chunks, so a huge num_samples (an "endless" sampler) costs no memory
+            left = self.num_samples
+            while left > 0:
+                k = min(left, 4096)
+                yield from g._rng.integers(0, n, size=k, dtype=np.int64).tolist()
+                left -= k
             return
         full, rest = divmod(self.num_samples, n)
         for _ in range(full):

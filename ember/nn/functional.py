@@ -30,6 +30,9 @@ def _inplace(fn, input, inplace):
 
 
 # ---- linear maps ----
+from ..ops.linalg import linear as _linear_op  # noqa: E402
+
+
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias``.
 
@@ -37,8 +40,7 @@ def linear(input, weight, bias=None):
     ember.Size([2, 4])
     """
     if _amp.autocast_enabled: input, weight, bias = _amp_cast("linear", input, weight, bias)
-    out = input.matmul(weight.t())
-    return out if bias is None else out + bias
+    return _linear_op(input, weight, bias)
 
 
 def bilinear(input1, input2, weight, bias=None):
@@ -467,3 +469,4 @@ from .functional_norm import *  # noqa: F401,F403,E402  (normalisation functions
 from .functional_loss import *  # noqa: F401,F403,E402  (loss functions)
 from .functional_attention import *  # noqa: F401,F403,E402  (attention functions)
 from .functional_conv import *  # noqa: F401,F403,E402  (convolution, pooling, resampling)
+from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gumbel_softmax)

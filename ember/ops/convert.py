@@ -114,6 +114,8 @@ def contiguous(self, memory_format=contiguous_format):
     if (self._data.flags.c_contiguous and memory_format is contiguous_format) or \
             self.is_contiguous(memory_format):
         return self
+    if memory_format is contiguous_format:   # the common case: one C-order copy
+        return _record(_CLONE, (self,), wrap(np.ascontiguousarray(self._data), self.dtype), {})
     return _record(_CLONE, (self,), _copy_in_layout(self, memory_format), {})
 
 

@@ -673,3 +673,41 @@ for _f in (bmm, mv, dot, vdot, outer, addmm, addmv, addbmm, baddbmm, kron, trace
 register(OpDef("ger", EXTERN), lambda input, vec2: outer(input, vec2), names=("ger",))
 for _f in (einsum, tensordot, cdist):
     register(OpDef(_f.__name__, COMPOSITE, method=False), _f)
+
+
+# ---- linear: one op, so its weight gradient comes out in the weight's own layout ----------
+def _linear_input_grad(g, weight):
+    return g @ weight
+
+
+def _linear_weight_grad(g, self):
+    return g.reshape(-1, g.shape[-1]).mT @ self.reshape(-1, self.shape[-1])
+
+
+def _linear_bias_grad(g):
+    return g.reshape(-1, g.shape[-1]).sum(0)
+
+
+_LINEAR = OpDef("linear", EXTERN, inputs=("self", "weight", "bias"),
+                grads={"self": _linear_input_grad, "weight": _linear_weight_grad,
+                       "bias": _linear_bias_grad}, node_name="AddmmBackward0")
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias`` as one BLAS call; the backward gives ``weight.grad``
+    contiguous like ``weight`` (no transposed copy to fix up at accumulation)."""
+    if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
+        other = weight.dtype if input.dtype is weight.dtype else weight.dtype
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_fname(input.dtype)} and {_fname(other)}")
+    if input.dim() == 0 or weight.dim() != 2:
+        return _product(_MATMUL, input, weight.t()) if bias is None else \
+            _product(_MATMUL, input, weight.t()) + bias
+    a, w = kernel_array(input), kernel_array(weight)
+    if a.shape[-1] != w.shape[1]:
+        _matmul_error(a, w.T)
+    r = np.matmul(a, w.T)
+    if bias is not None:
+        r += kernel_array(bias)
+    args = (input, weight, bias)
+    return finish(_LINEAR, args, r, input.dtype)

@@ -559,7 +559,18 @@ def _relu_kernel(xp, a):
     return xp.maximum(a, 0)
 
 
-relu = _unary("relu", None, lambda g, result: g * (result > 0), rule=rule_promote,
+def _mask_positive(g, r):
+    return np.where(r > 0, g, 0)
+
+
+# relu's derivative as one op: g where the output is positive (PyTorch's threshold_backward);
+# a plain function in the `ufunc` slot takes dispatch's fast path for same-dtype tensors
+_relu_backward = defpw("threshold_backward", _mask_positive, inputs=("self", "result"),
+                       function=False, method=False, inplace=False,
+                       node_name="ThresholdBackwardBackward0",
+                       grads={"self": lambda g, result: _relu_backward(g, result),
+                              "result": lambda g: _zeros(g)})
+relu = _unary("relu", None, lambda g, result: _relu_backward(g, result), rule=rule_promote,
               errstate=False, kernel=_relu_kernel)
 
 

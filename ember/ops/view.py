@@ -5,6 +5,8 @@ meta checks. Its derivative is generic: scatter the gradient back through the sa
 function applied to an index array (`_view_scatter`), so every view — expand, as_strided,
 unfold, diagonal — is differentiated by one rule that also has its own derivative.
 """
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
@@ -91,8 +93,10 @@ def reshape_op(name, node_name=None):
                  grads={"self": lambda g, shape: g.reshape(shape)}, node_name=node_name)
 
 
+@functools.lru_cache(maxsize=1024)
 def _permutation(dims):
-    """view_fn for a dim permutation, carrying its inverse for the derivative."""
+    """view_fn for a dim permutation, carrying its inverse for the derivative (cached: the
+    same few permutations recur on every step of a training loop)."""
     inverse = tuple(sorted(range(len(dims)), key=lambda i: dims[i]))
     fn = (lambda a: a.transpose(dims))
     inv = (lambda a: a.transpose(inverse))

@@ -9,7 +9,7 @@ from .activation import (ReLU, ReLU6, LeakyReLU, PReLU, ELU, SELU, CELU, GELU,  
                          GLU, Tanhshrink, Softshrink, Hardshrink)
 from .dropout import (Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout,  # noqa: F401
                       FeatureAlphaDropout)
-from .sparse import Embedding  # noqa: F401
+from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
 from .normalization import (LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm,  # noqa: F401

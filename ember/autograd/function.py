@@ -156,13 +156,16 @@ class Function(metaclass=FunctionMeta):
             if not isinstance(o, Tensor):
                 new_outs.append(o)
                 continue
+            non_differentiable = any(o is n for n in non_diff)
             if any(o is d for d in dirty):
                 if o._requires_grad and o.grad_fn is None and o._base is None:
                     raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                        "in-place operation.")
             elif any(o is a for a in tensor_args):
                 o = make_view(o, o._data)   # an input returned as-is becomes a view of it
-            if any(o is n for n in non_diff) or not o.dtype.is_floating_point:
+            if non_differentiable or not o.dtype.is_floating_point:
+                if o is not outs[i]:
+                    o._requires_grad = False   # a fresh view of an input, cut from the graph
                 new_outs.append(o)
                 continue
             o.grad_fn = ctx

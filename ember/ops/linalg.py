@@ -452,7 +452,10 @@ def _einsum(subs, out, sizes, operands):
     if dt is D.bool_:
         r = np.einsum(eq, *[t._data.astype(np.int64) for t in operands], optimize=True) != 0
     else:
-        r = np.einsum(eq, *[kernel_array(t) for t in operands], optimize=True)
+        arrays = [kernel_array(t) for t in operands]
+        r = _einsum_as_matmul(subs, out, arrays) if len(arrays) == 2 else None
+        if r is None:
+            r = np.einsum(eq, *arrays, optimize=True)
     r = np.asarray(r)
     if len(subs) == 1 and not dt.is_floating_point and set(subs[0]) - set(out):
         dt = D.int64   # PyTorch reduces a lone integer operand with sum(), which gives int64
@@ -463,6 +466,47 @@ def _einsum(subs, out, sizes, operands):
                                                            ops),
                   operands)
     return result
+
+
+def _einsum_as_matmul(subs, out, arrays):
+    """A two-operand einsum as one batched BLAS matmul (np.einsum leaves contractions that
+    keep a batch letter, like 'bij,bjk->bik', to its own loops). None when the pattern has
+    repeated letters or broadcasting, which np.einsum then handles."""
+    (sa, sb), (a, b) = subs, arrays
+    if len(set(sa)) != len(sa) or len(set(sb)) != len(sb) or len(set(out)) != len(out):
+        return None
+    size = {}
+    for sub, arr in ((sa, a), (sb, b)):
+        for c, n in zip(sub, arr.shape):
+            if size.setdefault(c, n) != n:
+                return None
+    # letters in one operand only and not in the output are summed away first
+    a = a.sum(axis=tuple(i for i, c in enumerate(sa) if c not in sb and c not in out)) \
+        if any(c not in sb and c not in out for c in sa) else a
+    sa = "".join(c for c in sa if c in sb or c in out)
+    b = b.sum(axis=tuple(i for i, c in enumerate(sb) if c not in sa and c not in out)) \
+        if any(c not in sa and c not in out for c in sb) else b
+    sb = "".join(c for c in sb if c in sa or c in out)
+    batch = [c for c in sa if c in sb and c in out]
+    contract = [c for c in sa if c in sb and c not in out]
+    a_free = [c for c in sa if c not in sb]
+    b_free = [c for c in sb if c not in sa]
+    if sorted(out) != sorted(batch + a_free + b_free):
+        return None
+
+    def prod(letters):
+        n = 1
+        for c in letters:
+            n *= size[c]
+        return n
+    bshape = [size[c] for c in batch]
+    a2 = a.transpose([sa.index(c) for c in batch + a_free + contract]).reshape(
+        bshape + [prod(a_free), prod(contract)])
+    b2 = b.transpose([sb.index(c) for c in batch + contract + b_free]).reshape(
+        bshape + [prod(contract), prod(b_free)])
+    r = np.matmul(a2, b2).reshape(bshape + [size[c] for c in a_free + b_free])
+    order = batch + a_free + b_free
+    return r.transpose([order.index(c) for c in out])
 
 
 def _einsum_grads(g, needs, subs, out, sizes, ops):

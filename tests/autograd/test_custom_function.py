@@ -337,3 +337,25 @@ def test_function_errors_match_torch(fn, gist):
         got.append(info.type)
         assert gist in str(info.value)
     assert got[0] is got[1]
+
+
+def test_mark_non_differentiable_on_returned_input_matches_torch():
+    """An input returned unchanged and marked non-differentiable does not require grad."""
+    import torch as _torch
+
+    def make(lib):
+        class PassThrough(lib.autograd.Function):
+            @staticmethod
+            def forward(ctx, x):
+                ctx.mark_non_differentiable(x)
+                return x
+
+            @staticmethod
+            def backward(ctx, g):
+                return g
+        return PassThrough
+
+    te = ember.ones(3, requires_grad=True)
+    tt = _torch.ones(3, requires_grad=True)
+    ye, yt = make(ember).apply(te), make(_torch).apply(tt)
+    assert ye.requires_grad == yt.requires_grad

@@ -1,0 +1,50 @@
+"""Small one-process checks quoted in notes: `python -m benchmarks.checks`.
+
+1. (64, 256, 256) float32 einsum / matmul / bmm in ember beside NumPy's matmul (a Python loop
+   over the batch would show as a large factor).
+2. inference_mode beside no_grad on a small forward, alternating, medians.
+"""
+import statistics
+import timeit
+
+import numpy as np
+
+import ember
+
+
+def median_time(fn, number, repeat=9):
+    return statistics.median(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def batched_products():
+    x = ember.randn(64, 256, 256)
+    y = ember.randn(64, 256, 256)
+    xa, ya = x.numpy(), y.numpy()
+    base = median_time(lambda: np.matmul(xa, ya), 3)
+    print(f"np.matmul (64,256,256): {base * 1e3:.1f} ms")
+    for name, fn in (("ember.matmul", lambda: ember.matmul(x, y)),
+                     ("ember.bmm", lambda: ember.bmm(x, y)),
+                     ("ember.einsum", lambda: ember.einsum("bij,bjk->bik", x, y))):
+        t = median_time(fn, 3)
+        print(f"{name:14s}: {t * 1e3:.1f} ms  ({t / base:.2f}x NumPy's matmul)")
+
+
+def grad_modes():
+    a, b, c = ember.randn(4), ember.randn(4), ember.randn(4)
+
+    def body():
+        for _ in range(1000):
+            a * b + c
+    samples = {"no_grad": [], "inference_mode": []}
+    for _ in range(9):
+        with ember.no_grad():
+            samples["no_grad"].append(timeit.timeit(body, number=1) / 1000)
+        with ember.inference_mode():
+            samples["inference_mode"].append(timeit.timeit(body, number=1) / 1000)
+    for k, v in samples.items():
+        print(f"a * b + c under {k:15s}: {statistics.median(v) * 1e6:.2f} us (median of 9)")
+
+
+if __name__ == "__main__":
+    batched_products()
+    grad_modes()

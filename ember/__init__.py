@@ -237,3 +237,4 @@ Tensor.softmax = _softmax_method
 Tensor.log_softmax = _log_softmax_method
 softmax = _softmax_method
 log_softmax = _log_softmax_method
+from . import profiler  # noqa: E402,F401

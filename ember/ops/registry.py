@@ -86,5 +86,11 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
 
 
 def install_methods(tensor_cls):
+    """Put every op on Tensor (and FUNCTIONS in shape for ember's namespace), each behind the
+    mode seam of ember/dispatch.py, so a mode (tracer, profiler) sees every op call."""
+    from ..dispatch import with_mode_seam
+    for table in (FUNCTIONS, METHODS):
+        for name, fn in list(table.items()):
+            table[name] = with_mode_seam(OPS.get(name, name), fn)
     for name, fn in METHODS.items():
         setattr(tensor_cls, name, fn)

@@ -6,9 +6,8 @@
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=10))
     prof.export_chrome_trace("trace.json")      # open in Perfetto or chrome://tracing
 
-While a profile is active, ember's public ops (functions, Tensor methods and operators,
-ember.nn.functional) and each backward node run inside a timed span; outside it nothing is
-wrapped, so profiling costs nothing when off.
+While a profile is active, every op call (through dispatch's mode seam) and each backward
+node runs inside a timed span; when no profile is active the mode stack is empty.
 """
 from .profiler import (profile, record_function, ProfilerActivity, FunctionEvent,  # noqa: F401
                        EventList)

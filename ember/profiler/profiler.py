@@ -1,15 +1,14 @@
 """The profiler: timed spans around ops, self/total times per name, chrome trace export.
 
-`profile.__enter__` swaps each public op for a thin timing wrapper (Tensor methods and
-operators, `ember.*` functions, `ember.nn.functional.*`, and the backward engine's per-node
-call); `__exit__` puts the originals back. Spans nest, so an op's self time excludes the ops it
+`profile.__enter__` pushes a mode onto dispatch's mode stack, so every op call (functions,
+Tensor methods and operators) runs inside a timed span, and times the backward engine's
+per-node call; `__exit__` pops it. Spans nest, so an op's self time excludes the ops it
 called. Names are ``ember::<op>`` and ``autograd::engine::evaluate_function: <Node>``.
 """
 import json
 import os
 import threading
 import time
-import types
 from collections import defaultdict
 from enum import Enum
 
@@ -161,31 +160,12 @@ class profile:
             self.on_trace_ready(self)
         return False
 
-    def _patch(self, obj, name, label):
-        original = getattr(obj, name)
-        prof = self
-
-        def timed(*args, **kwargs):
-            return prof._span(label, original, args, kwargs)
-        timed.__name__ = getattr(original, "__name__", name)
-        timed.__doc__ = getattr(original, "__doc__", None)
-        self._patches.append((obj, name, original))
-        setattr(obj, name, timed)
-
     def _install(self):
-        import ember
-        from ember.core.tensor import Tensor
+        # every op passes dispatch's mode seam; the profiler is a mode that times the call
+        from ember.autograd.grad_mode import state
         from ember.autograd import engine
-        from ember.nn import functional as F
-        for name, value in list(vars(Tensor).items()):
-            if isinstance(value, types.FunctionType) and _is_op(value) and \
-                    name not in _SKIP_METHODS:
-                self._patch(Tensor, name, "ember::" + name.strip("_"))
-        for mod, prefix in ((ember, "ember::"), (F, "ember::")):
-            for name, value in list(vars(mod).items()):
-                if isinstance(value, types.FunctionType) and _is_op(value) and \
-                        not name.startswith("_"):
-                    self._patch(mod, name, prefix + name)
+        state.modes = state.modes + (_ProfilerMode(self),)
+        self._patches.append((state, "modes", state.modes[:-1]))
         original_run = engine._run_node
         prof = self
 
@@ -228,19 +208,15 @@ class profile:
         return path
 
 
-_SKIP_METHODS = {"__init__", "__repr__", "__str__", "__format__", "__hash__", "__len__",
-                 "__iter__", "__bool__", "__array__", "__reduce_ex__", "__setstate__",
-                 "__deepcopy__", "__dlpack__", "__dlpack_device__", "_make", "_storage_obj",
-                 "_bump_version", "size", "dim", "stride", "numel", "storage_offset",
-                 "is_contiguous", "data_ptr", "element_size", "ndimension", "nelement",
-                 "untyped_storage", "is_floating_point", "is_complex", "is_signed", "item",
-                 "tolist", "numpy", "__int__", "__float__", "__index__", "__complex__"}
+class _ProfilerMode:
+    """The dispatch mode that wraps each op call in a timed span."""
 
+    def __init__(self, prof):
+        self.prof = prof
 
-def _is_op(fn):
-    mod = getattr(fn, "__module__", "") or ""
-    return mod.startswith(("ember.ops", "ember.dispatch", "ember.nn.functional", "ember.linalg",
-                           "ember.autograd.tensor_methods", "ember"))
+    def call(self, op, fn, args, kwargs):
+        name = op if isinstance(op, str) else op.name
+        return self.prof._span("ember::" + name.strip("_"), fn, args, kwargs)
 
 
 class record_function:

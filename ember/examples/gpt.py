@@ -153,6 +153,7 @@ class Progress:
         self.total, self.t0, self.start_step = total_seconds, time.time(), start_step
         self.tty = sys.stdout.isatty()
         self.last_print = 0.0
+        self.last_step = None
 
     def update(self, step, loss, tokens_per_s, lr, final=False):
         elapsed = time.time() - self.t0
@@ -162,9 +163,9 @@ class Progress:
                 f"lr {lr:.2e} | {elapsed:5.1f}s")
         if self.tty:
             print("\r" + line, end="\n" if final else "", flush=True)
-        elif final or elapsed - self.last_print >= 10:
+        elif (final and step != self.last_step) or elapsed - self.last_print >= 10:
             print(line, flush=True)
-            self.last_print = elapsed
+            self.last_print, self.last_step = elapsed, step
 
 
 def lr_at(step, warmup, decay_steps, min_ratio=0.1):

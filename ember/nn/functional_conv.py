@@ -429,6 +429,19 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
     a = _arr(g)
     nd = len(ks)
     out = a.shape[2:]
+    if all(ks[i] == stride[i] and dil[i] == 1 and tuple(pads[i]) == (0, 0) and
+           out[i] * ks[i] == size[i] for i in range(nd)):
+        # windows tile the input exactly (the usual 2x2/2 pool): put each gradient at its tap
+        # in a (..., taps) buffer, then one transpose-copy interleaves windows and taps
+        buf = np.zeros(a.shape + (math.prod(ks),), dtype=a.dtype)
+        np.put_along_axis(buf, tap[..., None], a[..., None], axis=-1)
+        perm = (0, 1) + tuple(d for i in range(nd) for d in (2 + i, 2 + nd + i))
+        arr = buf.reshape(a.shape + tuple(ks)).transpose(perm).reshape(a.shape[:2] + tuple(size))
+        res = wrap(np.ascontiguousarray(arr), g.dtype)
+
+        def backward(grads, needs):
+            return (_tap_gather(grads[0], tap, ks, stride, dil, pads, out),)
+        return record_fn("MaxPoolBackwardBackward0", (g,), (res,), backward)[0]
     padded = tuple(max(size[i] + pads[i][0] + pads[i][1],
                        (out[i] - 1) * stride[i] + (ks[i] - 1) * dil[i] + 1) for i in range(nd))
     buf = np.zeros(a.shape[:2] + padded, dtype=a.dtype)

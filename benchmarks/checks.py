@@ -3,6 +3,7 @@
 1. (64, 256, 256) float32 einsum / matmul / bmm in ember beside NumPy's matmul (a Python loop
    over the batch would show as a large factor).
 2. inference_mode beside no_grad on a small forward, alternating, medians.
+3. `a + b` and `a @ b` on (8, 8) float32, ember beside torch (1 thread each), alternating.
 """
 import statistics
 import timeit
@@ -45,6 +46,22 @@ def grad_modes():
         print(f"a * b + c under {k:15s}: {statistics.median(v) * 1e6:.2f} us (median of 9)")
 
 
+def small_ops():
+    import torch
+    torch.set_num_threads(1)
+    ember.set_num_threads(1)
+    libs = {"ember": ember, "torch": torch}
+    samples = {(lib, op): [] for lib in libs for op in ("a + b", "a @ b")}
+    for _ in range(7):
+        for name, lib in libs.items():
+            a, b = lib.ones(8, 8), lib.ones(8, 8)
+            samples[(name, "a + b")].append(timeit.timeit(lambda: a + b, number=50000) / 50000)
+            samples[(name, "a @ b")].append(timeit.timeit(lambda: a @ b, number=50000) / 50000)
+    for (name, op), v in samples.items():
+        print(f"{op} (8x8 float32) {name:5s}: {statistics.median(v) * 1e6:.2f} us (median of 7)")
+
+
 if __name__ == "__main__":
     batched_products()
     grad_modes()
+    small_ops()

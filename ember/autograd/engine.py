@@ -15,10 +15,6 @@ from ..core.tensor import Tensor
 from .graph import AccumulateGrad, edge_of, anomaly_check, report_trace
 
 
-def _tensor_cls():
-    return Tensor
-
-
 def _fix_grad(node, i, g, meta):
     """Reduce a broadcast gradient to its input's shape and cast it to the input's dtype."""
     shape, dt = meta
@@ -71,7 +67,7 @@ def _accumulate(node, g, owned, create_graph):
         else:
             arr = np.empty_like(var._data)
             np.copyto(arr, g._data, casting="unsafe")
-            var._grad = _tensor_cls()._make(arr, var.dtype)
+            var._grad = Tensor._make(arr, var.dtype)
     elif create_graph or var._grad._requires_grad:
         var._grad = var._grad + g
     else:
@@ -272,7 +268,6 @@ def _run_node(node, buf, create_graph):
 
 def _make_grads(outputs, grad_outputs, create_graph):
     from ..ops.creation import ones_like
-    Tensor = _tensor_cls()
     out = []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
@@ -296,7 +291,6 @@ def _make_grads(outputs, grad_outputs, create_graph):
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
              grad_variables=None, inputs=None):
     """Accumulate gradients of `tensors` into the leaves' ``.grad`` (``loss.backward()``)."""
-    Tensor = _tensor_cls()
     if isinstance(tensors, Tensor):
         tensors = (tensors,)
     tensors = tuple(tensors)
@@ -338,7 +332,6 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` with respect to `inputs`, returned (not accumulated)."""
-    Tensor = _tensor_cls()
     if isinstance(outputs, Tensor):
         outputs = (outputs,)
     outputs = tuple(outputs)

@@ -223,11 +223,6 @@ _missing = object()
 _SCALARS_SAVED_AS_TENSORS = {"mul", "div"}
 
 
-def _released(v):
-    s = SavedTensor.__new__(SavedTensor)
-    s.tensor, s.version, s.is_output, s.released = None, v.version, v.is_output, True
-    return s
-
 
 _RELEASED_SCALAR = SavedTensor.__new__(SavedTensor)
 _RELEASED_SCALAR.tensor, _RELEASED_SCALAR.version = None, 0
@@ -257,11 +252,6 @@ def edge_of(t):
         return (acc, 0)
     return (None, 0)
 
-
-def _check_inference(args):
-    for x in args:
-        if getattr(x, "_inference", False):
-            raise RuntimeError(_INFERENCE_SAVED)
 
 
 def _save_plan(op):

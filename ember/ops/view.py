@@ -104,9 +104,6 @@ def _permutation(dims):
     return fn
 
 
-def _identity(a):
-    return a.view()
-
 
 def view_op(name, node_name=None, disjoint=True):
     """Declare a view op; returns its OpDef for `apply_view`. `disjoint=False` marks views
@@ -122,8 +119,6 @@ def apply_view(op, self, view_fn):
     out = make_view(self, arr)
     if self._requires_grad and state.enabled:
         graph.record(op, (self,), out, {"shape": self._data.shape, "view_fn": view_fn})
-    elif self._requires_grad and not state.enabled:
-        pass
     return out
 
 

@@ -1,8 +1,8 @@
 """Adadelta: unit-corrected adaptive steps from running averages of g^2 and dx^2."""
 import numpy as np
 
-from .optimizer import (Optimizer, _grads, _incr_step, _scalar, _step_tensor, _zeros_like,
-                        _eval_closure)
+from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _scalar, _step_tensor,
+                        _zeros_like, _eval_closure)
 
 
 class Adadelta(Optimizer):
@@ -34,10 +34,7 @@ class Adadelta(Optimizer):
                     st["square_avg"] = _zeros_like(p)
                     st["acc_delta"] = _zeros_like(p)
                 _incr_step(st["step"])
-                if maximize:
-                    g = -g
-                if wd != 0:
-                    g = g + wd * x
+                g = _regularized_grad(g, x, wd, maximize)
                 sq, acc = st["square_avg"]._data, st["acc_delta"]._data
                 sq *= rho
                 sq += (1 - rho) * g * g

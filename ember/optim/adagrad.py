@@ -2,7 +2,8 @@
 import numpy as np
 
 from ..core.tensor import Tensor
-from .optimizer import Optimizer, _grads, _incr_step, _scalar, _step_tensor, _eval_closure
+from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _scalar, _step_tensor,
+                        _eval_closure)
 
 
 class Adagrad(Optimizer):
@@ -42,10 +43,7 @@ class Adagrad(Optimizer):
             for p, x, g in _grads(group):
                 st = self.state[p]
                 step = _incr_step(st["step"])
-                if maximize:
-                    g = -g
-                if wd != 0:
-                    g = g + wd * x
+                g = _regularized_grad(g, x, wd, maximize)
                 clr = lr / (1 + (step - 1) * lr_decay)
                 s = st["sum"]._data
                 s += g * g

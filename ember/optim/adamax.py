@@ -2,8 +2,8 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _grads, _incr_step, _lerp_, _scalar, _step_tensor,
-                        _zeros_like, _eval_closure)
+from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _lerp_, _scalar,
+                        _step_tensor, _zeros_like, _eval_closure)
 
 
 class Adamax(Optimizer):
@@ -28,10 +28,7 @@ class Adamax(Optimizer):
                     st["exp_avg"] = _zeros_like(p)
                     st["exp_inf"] = _zeros_like(p)
                 step = _incr_step(st["step"])
-                if maximize:
-                    g = -g
-                if wd != 0:
-                    g = g + wd * x
+                g = _regularized_grad(g, x, wd, maximize)
                 m, u = st["exp_avg"]._data, st["exp_inf"]._data
                 _lerp_(m, g, 1 - beta1)
                 u *= beta2

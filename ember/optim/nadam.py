@@ -4,8 +4,8 @@ import numpy as np
 from ..core import dtype as _dt
 from ..core.tensor import Tensor
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _grads, _incr_step, _lerp_, _scalar, _step_tensor,
-                        _zeros_like, _eval_closure)
+from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _lerp_, _scalar,
+                        _step_tensor, _zeros_like, _eval_closure)
 
 
 class NAdam(Optimizer):
@@ -37,14 +37,8 @@ class NAdam(Optimizer):
                     st["exp_avg"] = _zeros_like(p)
                     st["exp_avg_sq"] = _zeros_like(p)
                 step = _incr_step(st["step"])
-                if maximize:
-                    g = -g
                 bc2 = 1 - beta2 ** step
-                if wd != 0:
-                    if decoupled:
-                        x *= 1 - lr * wd
-                    else:
-                        g = g + wd * x
+                g = _regularized_grad(g, x, wd, maximize, lr, decoupled)
                 mu = beta1 * (1.0 - 0.5 * 0.96 ** (step * psi))
                 mu_next = beta1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
                 mp = st["mu_product"]._data

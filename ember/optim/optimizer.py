@@ -361,6 +361,19 @@ def _grads(group):
     return out
 
 
+def _regularized_grad(g, x, wd, maximize, lr=0.0, decoupled=False):
+    """The gradient an update uses: negated to maximize, plus L2 weight decay — or, when
+    `decoupled` (AdamW style), the decay applied to the parameter array `x` in place."""
+    if maximize:
+        g = -g
+    if wd != 0:
+        if decoupled:
+            x *= 1 - lr * wd
+        else:
+            g = g + wd * x
+    return g
+
+
 def _lerp_(a, end, w):
     """a <- lerp(a, end, w) in place with PyTorch's two-sided formula (exact at w=1)."""
     w = a.dtype.type(w)

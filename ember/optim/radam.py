@@ -3,8 +3,8 @@
 import numpy as np
 
 from .adam import _check_adam_args
-from .optimizer import (Optimizer, _grads, _incr_step, _lerp_, _scalar, _step_tensor,
-                        _zeros_like, _eval_closure)
+from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _lerp_, _scalar,
+                        _step_tensor, _zeros_like, _eval_closure)
 
 
 class RAdam(Optimizer):
@@ -32,13 +32,7 @@ class RAdam(Optimizer):
                     st["exp_avg"] = _zeros_like(p)
                     st["exp_avg_sq"] = _zeros_like(p)
                 step = _incr_step(st["step"])
-                if maximize:
-                    g = -g
-                if wd != 0:
-                    if decoupled:
-                        x *= 1 - lr * wd
-                    else:
-                        g = g + wd * x
+                g = _regularized_grad(g, x, wd, maximize, lr, decoupled)
                 m, v = st["exp_avg"]._data, st["exp_avg_sq"]._data
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2

@@ -1,8 +1,8 @@
 """RMSprop (optionally centered, with momentum)."""
 import numpy as np
 
-from .optimizer import (Optimizer, _grads, _incr_step, _lerp_, _scalar, _step_tensor,
-                        _zeros_like, _eval_closure)
+from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _lerp_, _scalar,
+                        _step_tensor, _zeros_like, _eval_closure)
 
 
 class RMSprop(Optimizer):
@@ -40,10 +40,7 @@ class RMSprop(Optimizer):
                     if centered:
                         st["grad_avg"] = _zeros_like(p)
                 _incr_step(st["step"])
-                if maximize:
-                    g = -g
-                if wd != 0:
-                    g = g + wd * x
+                g = _regularized_grad(g, x, wd, maximize)
                 sq = st["square_avg"]._data
                 sq *= alpha
                 sq += (1 - alpha) * g * g

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..core.tensor import Tensor
-from .optimizer import Optimizer, _grads, _scalar, _eval_closure
+from .optimizer import Optimizer, _regularized_grad, _grads, _scalar, _eval_closure
 
 
 def _check_common(lr, weight_decay):
@@ -41,10 +41,7 @@ class SGD(Optimizer):
             momentum, dampening = group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
             for p, x, g in _grads(group):
-                if maximize:
-                    g = -g
-                if wd != 0:
-                    g = g + wd * x
+                g = _regularized_grad(g, x, wd, maximize)
                 if momentum != 0:
                     st = self.state[p]
                     buf = st.get("momentum_buffer")

@@ -10,30 +10,13 @@ import torch
 from hypothesis import given, settings, strategies as st
 
 import ember
-from _errors import same_error  # noqa: E402
+from _oracle import same_error, both  # noqa: E402
 from ember.autograd import gradcheck, gradgradcheck
 
 SETTINGS = settings(max_examples=25, deadline=None)
 
 
 # ---- helpers (local to this file) -----------------------------------------------------------
-def _layout(arr, layout):
-    if layout == "T" and arr.ndim >= 2:
-        return np.ascontiguousarray(np.swapaxes(arr, -1, -2)), lambda t: t.transpose(-1, -2)
-    if layout == "step" and arr.ndim >= 1:
-        return np.repeat(arr, 2, axis=-1), lambda t: t[..., ::2]
-    return arr, lambda t: t
-
-
-def both(a, layout="C", grad=True):
-    """The same array as an ember and a torch tensor (leaf, then a strided view of it)."""
-    base, fn = _layout(np.asarray(a), layout)
-    rg = grad and base.dtype.kind == "f"
-    e = ember.tensor(base.copy(), requires_grad=rg)
-    t = torch.tensor(base.copy(), requires_grad=rg)
-    return (e, t), (fn(e), fn(t))
-
-
 def idx(a, dtype="int64"):
     a = np.asarray(a, dtype=dtype)
     return ember.tensor(a), torch.tensor(a)

@@ -238,3 +238,6 @@ Tensor.log_softmax = _log_softmax_method
 softmax = _softmax_method
 log_softmax = _log_softmax_method
 from . import profiler  # noqa: E402,F401
+from . import compiler  # noqa: E402,F401
+from .compiler import compile  # noqa: E402,F401
+from .compiler.threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401,E402,E501

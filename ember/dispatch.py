@@ -32,8 +32,9 @@ def wrap(arr, dt):
     """A fresh tensor owning the backend array `arr` (0-d NumPy scalars become arrays)."""
     if type(arr) is not ndarray:
         arr = _asarray(arr)
-    if arr.dtype != dt.np:
-        arr = arr.astype(dt.np)
+    npdt = dt.np
+    if arr.dtype is not npdt and arr.dtype != npdt:   # `is`: NumPy's dtypes are singletons
+        arr = arr.astype(npdt)
     t = _new(Tensor)
     _init(t, arr, dt)
     if state.inference:

@@ -118,6 +118,9 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
             targets.setdefault(e, []).append(k)
         needed = _needed_nodes(root_edges, {n for n, _ in targets})
 
+    # buffers: node -> {output_nr: summed gradient}. `owned` remembers, for the gradients
+    # bound for a leaf, those that no one else holds (the leaf may keep them as .grad
+    # without a copy); other nodes never need to know
     buffers = {}
     owned_flags = {}
     for (node, nr), g in zip(root_edges, root_grads):
@@ -125,52 +128,77 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
 
     prev = state.enabled
     state.enabled = bool(create_graph)
+    heappush, heappop = heapq.heappush, heapq.heappop
+    run_node = _run_node           # looked up once per backward (the profiler wraps it)
     try:
         ready = []
         for node, _ in root_edges:
             if deps.get(node, 0) == 0 and node not in (r[2] for r in ready):
-                heapq.heappush(ready, (-node._seq, id(node), node))
+                heappush(ready, (-node._seq, id(node), node))
         done = set()
         while ready:
-            _, _, node = heapq.heappop(ready)
+            node = heappop(ready)[2]
             if node in done:
                 continue
             done.add(node)
-            buf = buffers.pop(node, {})
-            owned = owned_flags.pop(node, {})
-            grads = _call_tensor_prehooks(node, buf) if (
-                node._tensor_prehooks or node._retain_prehooks) else buf
-            if type(node) is AccumulateGrad and node.variable._hooks and 0 in grads:
-                g = _leaf_hooks(node.variable, grads[0])
-                if g is not grads[0]:
-                    grads[0], owned[0] = g, False
+            buf = buffers.pop(node, None)
+            if buf is None:
+                buf = {}
+            is_leaf = type(node) is AccumulateGrad or isinstance(node, AccumulateGrad)
+            if node._tensor_prehooks or node._retain_prehooks:
+                buf = _call_tensor_prehooks(node, buf)
+            if is_leaf:
+                owned = owned_flags.pop(node, None) or {}
+                if node.variable._hooks and 0 in buf:
+                    g = _leaf_hooks(node.variable, buf[0])
+                    if g is not buf[0]:
+                        buf[0], owned[0] = g, False
             if inputs is not None:
-                for nr, g in grads.items():
+                for nr, g in buf.items():
                     for k in targets.get((node, nr), ()):
                         captures[k] = g
                 if node not in needed:
                     continue
-            if isinstance(node, AccumulateGrad):
-                g = grads.get(0)
+            if is_leaf:
+                g = buf.get(0)
                 if g is not None and accumulate:
                     _accumulate(node, g, owned.get(0, False), create_graph)
                 continue
-            outs = _run_node(node, grads, create_graph)
+            outs = run_node(node, buf, create_graph)
             if not retain_graph:
                 node.release()
-            incoming = tuple(grads.values())
             for (nxt, nr), g in zip(node.next_functions, outs):
                 if nxt is None:
                     continue
                 if g is not None:
-                    own = True
-                    for x in incoming:
-                        if g is x:
-                            own = False
-                    _add_to_buffer(buffers, owned_flags, nxt, nr, g, own)
-                deps[nxt] -= 1
-                if deps[nxt] == 0 and (needed is None or nxt in needed):
-                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                    nbuf = buffers.get(nxt)
+                    if nbuf is None:
+                        buffers[nxt] = {nr: g}
+                        if type(nxt) is AccumulateGrad or isinstance(nxt, AccumulateGrad):
+                            # a gradient this node passed through unchanged is not its own
+                            own = True
+                            for x in buf.values():
+                                if g is x:
+                                    own = False
+                            owned_flags[nxt] = {nr: own}
+                    elif nr in nbuf:
+                        nbuf[nr] = nbuf[nr] + g
+                        flags = owned_flags.get(nxt)
+                        if flags is not None:
+                            flags[nr] = True
+                    else:
+                        nbuf[nr] = g
+                        flags = owned_flags.get(nxt)
+                        if flags is not None:
+                            own = True
+                            for x in buf.values():
+                                if g is x:
+                                    own = False
+                            flags[nr] = own
+                n = deps[nxt] - 1
+                deps[nxt] = n
+                if n == 0 and (needed is None or nxt in needed):
+                    heappush(ready, (-nxt._seq, id(nxt), nxt))
     finally:
         state.enabled = prev
 

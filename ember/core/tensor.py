@@ -17,6 +17,17 @@ from .strides import is_channels_last_contiguous
 from numpy.lib.stride_tricks import as_strided as _as_strided
 
 
+# Functions called as hook(tensor, what) before a tensor's values leave ember (item(),
+# bool(), numpy(), printing...): the compiler's tracer turns such reads of traced tensors into
+# graph breaks. Empty unless a trace is running, so the check costs one list test.
+data_access_hooks = []
+
+
+def _data_access(t, what):
+    for hook in data_access_hooks:
+        hook(t, what)
+
+
 class memory_format:
     """How a copy lays out its dims: ``ember.contiguous_format``, ``ember.channels_last``..."""
     __slots__ = ("name",)
@@ -241,6 +252,8 @@ class Tensor:
     @property
     def grad(self):
         """The accumulated gradient of a leaf (None until a backward reaches it)."""
+        if data_access_hooks:
+            _data_access(self, "grad")
         g = self._grad
         if g is None and self.grad_fn is not None and not self._retains_grad:
             import warnings
@@ -272,6 +285,8 @@ class Tensor:
 
     # ---- conversions to Python and NumPy ----
     def item(self):
+        if data_access_hooks:
+            _data_access(self, "item()")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
@@ -279,17 +294,23 @@ class Tensor:
         return float(v) if self.dtype is _dt.bfloat16 else v
 
     def tolist(self):
+        if data_access_hooks:
+            _data_access(self, "tolist()")
         if self.dtype is _dt.bfloat16:
             return self._data.astype(np.float32).tolist()
         return self._data.tolist()
 
     def numpy(self, *, force=False):
+        if data_access_hooks:
+            _data_access(self, "numpy()")
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
         return self._data
 
     def __array__(self, dtype=None, copy=None):
+        if data_access_hooks:
+            _data_access(self, "__array__ (a call into NumPy)")
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data
@@ -305,21 +326,29 @@ class Tensor:
         return iter(self.unbind(0))
 
     def __bool__(self):
+        if data_access_hooks:
+            _data_access(self, "bool()")
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
         return bool(self._data.reshape(())[()])
 
     def __float__(self):
+        if data_access_hooks:
+            _data_access(self, "float()")
         if self._data.size != 1:
             raise TypeError("only one element tensors can be converted to Python scalars")
         return float(self._data.reshape(())[()])
 
     def __int__(self):
+        if data_access_hooks:
+            _data_access(self, "int()")
         if self._data.size != 1:
             raise TypeError("only one element tensors can be converted to Python scalars")
         return int(self._data.reshape(())[()])
 
     def __index__(self):
+        if data_access_hooks:
+            _data_access(self, "__index__")
         if self.dtype.is_floating_point or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
@@ -332,6 +361,8 @@ class Tensor:
         return id(self)
 
     def __repr__(self, *, tensor_contents=None):
+        if data_access_hooks:
+            _data_access(self, "printing")
         from .printing import tensor_repr
         return tensor_repr(self)
 

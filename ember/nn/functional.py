@@ -470,3 +470,32 @@ from .functional_loss import *  # noqa: F401,F403,E402  (loss functions)
 from .functional_attention import *  # noqa: F401,F403,E402  (attention functions)
 from .functional_conv import *  # noqa: F401,F403,E402  (convolution, pooling, resampling)
 from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gumbel_softmax)
+
+
+# ---- what the compiler's tracer records as one call ----
+# These functions run kernels that are not ops of the registry (convolutions, pooling, the
+# fused linear) or read index values in Python (embedding, the losses with class targets),
+# so a tracer records each call whole rather than what happens inside it.
+def _seam_functions():
+    import sys
+    from ..dispatch import with_mode_seam
+    names = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+             "conv_transpose3d", "unfold", "fold", "max_pool1d", "max_pool2d", "max_pool3d",
+             "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
+             "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+             "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d",
+             "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad",
+             "grid_sample", "affine_grid", "embedding", "embedding_bag", "nll_loss",
+             "cross_entropy", "ctc_loss", "multi_head_attention_forward",
+             "multilabel_margin_loss", "multi_margin_loss", "pixel_shuffle", "pixel_unshuffle")
+    here = sys.modules[__name__]
+    for name in names:
+        fn = getattr(here, name)
+        seamed = with_mode_seam("F." + name, fn)
+        setattr(here, name, seamed)
+        mod = sys.modules.get(fn.__module__)
+        if mod is not None and getattr(mod, name, None) is fn:
+            setattr(mod, name, seamed)
+
+
+_seam_functions()

@@ -11,7 +11,7 @@ import numpy as np
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, COMPOSITE, register
@@ -136,13 +136,41 @@ def _product(op, input, other):
     return finish(op, (input, other), r, input.dtype)
 
 
+_FAST_MATMUL = (D.float32, D.float64)
+
+
+def _matmul_arrays(a, b):
+    """np.matmul, with the batch dims of a C-contiguous `a` folded into its rows when `b` is
+    a matrix: one BLAS call on (batch*n, k) instead of one per batch element (~25% faster
+    for a (16, 64, 128) activation)."""
+    if a.ndim > 2 and b.ndim == 2 and a.flags.c_contiguous and a.shape[-1] == b.shape[0]:
+        return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
+    return np.matmul(a, b)
+
+
 def matmul(input, other, *, out=None):
     """Matrix product with PyTorch's rules for 1-D operands and broadcast batch dims.
 
     >>> (ember.ones(2, 3) @ ember.ones(3)).shape
     ember.Size([2])
     """
+    # the mode check is made here (matmul._dispatches), so `a @ b` costs one call
+    if state.modes:
+        return call_mode(_MATMUL, matmul, (input, other), {} if out is None else {"out": out})
     if _amp.autocast_enabled: input, other = _amp_cast("matmul", input, other)
+    if (out is None and isinstance(input, Tensor) and isinstance(other, Tensor)
+            and input.dtype is other.dtype and input.dtype in _FAST_MATMUL
+            and input._data.ndim >= 2 and other._data.ndim >= 2):
+        # the common case: float matrices (or batches), no out=, nothing to check first
+        try:
+            r = _matmul_arrays(input._data, other._data)
+        except ValueError:
+            _matmul_error(input._data, other._data)
+            raise
+        res = wrap(r, input.dtype)
+        if (input._requires_grad or other._requires_grad) and state.enabled:
+            graph.record(_MATMUL, (input, other), res, {})
+        return res
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
         raise TypeError("matmul(): argument 'other' must be Tensor")
     a, b = input._data, other._data
@@ -709,6 +737,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return vector_norm(diff, p, dim=-1)
 
 
+matmul._dispatches = True
 register(_MATMUL, matmul)
 register(OpDef("mm", EXTERN), mm)
 for _f in (bmm, mv, dot, vdot, outer, addmm, addmv, addbmm, baddbmm, kron, trace, diag,
@@ -750,7 +779,7 @@ def linear(input, weight, bias=None):
     a, w = kernel_array(input), kernel_array(weight)
     if a.shape[-1] != w.shape[1]:
         _matmul_error(a, w.T)
-    r = np.matmul(a, w.T)
+    r = _matmul_arrays(a, w.T)
     if bias is not None:
         r += kernel_array(bias)
     args = (input, weight, bias)

@@ -456,7 +456,82 @@ except ImportError:
     _erf_f64, _erfc_f64 = erf_numpy, erfc_numpy
 
 
+# float32 erf from NumPy's SIMD ufuncs, on a = |x|: a * P(a^2) for a < 1, and
+# 1 - exp(-a^2) * Q(1 / (1 + a/2)) for 1 <= a <= 4 (erf rounds to 1 beyond), then x's sign.
+# P and Q are least-squares fits (relative weight, Chebyshev nodes) to erf(sqrt(s))/sqrt(s)
+# and erfc(a)*exp(a^2); evaluated in float32 the result is within 3 ulp of the exact erf
+# (tests/ops/test_erf_float32.py). Cache-sized blocks, branch-free selects (a masked copy
+# costs ten multiplies): about 3x faster than SciPy's erf on big float32 arrays.
+_ERF_P = tuple(np.float32(c) for c in (
+    1.1283791065216064, -0.37612318992614746, 0.11280130594968796, -0.02670994959771633,
+    0.004916023463010788, -0.0005625396152026951))
+_ERF_Q = tuple(np.float32(c) for c in (
+    0.0012184159131720662, 0.26564621925354004, 0.37359389662742615, -0.01955215446650982,
+    0.5935987830162048, -0.21440832316875458))
+_ERF_BLOCK = 32768
+_F32_ONE, _F32_HALF, _F32_FOUR = np.float32(1), np.float32(0.5), np.float32(4)
+_SIGN_BIT = np.int32(-2 ** 31)
+
+
+def _horner(coefs, x, out):
+    """coefs[0] + coefs[1] * x + ... into `out`, with no temporaries."""
+    np.multiply(x, coefs[-1], out=out)
+    for c in coefs[-2:0:-1]:
+        np.add(out, c, out=out)
+        np.multiply(out, x, out=out)
+    np.add(out, coefs[0], out=out)
+    return out
+
+
+def _erf_f32_block(x, out, tmp):
+    a, s, q, m = tmp
+    np.abs(x, out=a)
+    np.minimum(a, _F32_FOUR, out=a)        # keeps inf out of the polynomials; NaN stays
+    np.multiply(a, a, out=s)
+    # big |x|: 1 - exp(-a^2) * Q(t), t = 1 / (1 + a/2)
+    np.multiply(a, _F32_HALF, out=m)
+    np.add(m, _F32_ONE, out=m)
+    np.reciprocal(m, out=m)
+    _horner(_ERF_Q, m, q)
+    np.negative(s, out=m)
+    np.exp(m, out=m)
+    np.multiply(q, m, out=q)
+    np.subtract(_F32_ONE, q, out=q)
+    # small |x|: a * P(a^2), a^2 clamped so the unused values stay small and finite
+    np.minimum(s, _F32_ONE, out=s)
+    _horner(_ERF_P, s, out)
+    np.multiply(out, a, out=out)
+    # select with a 0/1 weight w = min(floor(a), 1): exact, and NaN-propagating
+    np.floor(a, out=m)
+    np.minimum(m, _F32_ONE, out=m)
+    np.multiply(q, m, out=q)
+    np.subtract(_F32_ONE, m, out=m)
+    np.multiply(out, m, out=out)
+    np.add(out, q, out=out)
+    # erf is odd: copy x's sign bit onto the (non-negative) result
+    bits = out.view(np.int32)
+    sign = m.view(np.int32)
+    np.bitwise_and(x.view(np.int32), _SIGN_BIT, out=sign)
+    np.bitwise_or(bits, sign, out=bits)
+
+
+def _erf_f32(a):
+    """erf of a float32 array (any shape and strides) as a new contiguous float32 array."""
+    flat = np.ascontiguousarray(a).reshape(-1)
+    out = np.empty(flat.shape, np.float32)
+    n = flat.size
+    m = min(n, _ERF_BLOCK)
+    tmp = tuple(np.empty(m, np.float32) for _ in range(4))
+    for i in range(0, n, _ERF_BLOCK):
+        j = min(i + _ERF_BLOCK, n)
+        t = tmp if j - i == m else tuple(b[:j - i] for b in tmp)
+        _erf_f32_block(flat[i:j], out[i:j], t)
+    return out.reshape(a.shape)
+
+
 def _erf_kernel(xp, a):
+    if a.dtype == np.float32 and a.size >= 4096:
+        return _erf_f32(a)
     return np.asarray(_erf_f64(a.astype(np.float64))).astype(a.dtype, copy=False)
 
 
@@ -553,7 +628,15 @@ round = _unary("round", None, lambda g: _zeros(g), rule=only("if", "round_vml_cp
                kernel=_round_kernel, attrs={"decimals": None})
 
 
+# relu's zero in each dtype: a same-dtype scalar is NumPy's cheapest second operand
+_ZERO_OF = {np.dtype(t): np.dtype(t).type(0) for t in
+            (np.float16, np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8)}
+
+
 def _relu_kernel(xp, a):
+    zero = _ZERO_OF.get(a.dtype)
+    if zero is not None:
+        return xp.maximum(a, zero)
     if a.dtype == np.bool_:
         raise RuntimeError('"clamp_min_cpu" not implemented for \'Bool\'')
     return xp.maximum(a, 0)
@@ -561,7 +644,8 @@ def _relu_kernel(xp, a):
 
 def _mask_positive(g, r):
     out = g * (r > 0)            # ~7x faster than np.where here
-    if out.dtype.kind == "f" and not np.isfinite(out).all():
+    # a non-finite sum flags inf/NaN (or an overflow: then the exact path is merely slower)
+    if out.dtype.kind == "f" and not math.isfinite(np.add.reduce(out, axis=None)):
         out = np.where(r > 0, g, 0)   # inf * 0 made NaN where the mask is off: be exact
     return out
 

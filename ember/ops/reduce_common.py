@@ -65,6 +65,8 @@ def restore(t, shape, ds, keepdim):
 
 def expand_grad(g, shape, ds, keepdim):
     """Broadcast a reduced gradient back to the input's `shape`."""
+    if ds is None and not g._data.ndim:
+        return g.expand(shape)      # a 0-d gradient broadcasts as it is (whole-tensor sums)
     return restore(g, shape, ds, keepdim).expand(shape)
 
 

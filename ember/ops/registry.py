@@ -55,6 +55,7 @@ class OpDef:
             self.saves[inp] = tuple(params)
         self.node_class = None
         self.fn = None
+        self._apply_plan = None      # built by autograd on first backward (graph.py)
 
     def __repr__(self):
         return f"OpDef({self.name!r}, {self.kind})"
@@ -88,9 +89,23 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
 def install_methods(tensor_cls):
     """Put every op on Tensor (and FUNCTIONS in shape for ember's namespace), each behind the
     mode seam of ember/dispatch.py, so a mode (tracer, profiler) sees every op call."""
+    import sys
     from ..dispatch import with_mode_seam
+    wrapped = {}
     for table in (FUNCTIONS, METHODS):
         for name, fn in list(table.items()):
-            table[name] = with_mode_seam(OPS.get(name, name), fn)
+            table[name] = w = with_mode_seam(OPS.get(name, name), fn)
+            if w is not fn:
+                wrapped.setdefault(id(fn), w)
     for name, fn in METHODS.items():
         setattr(tensor_cls, name, fn)
+    # Code that imported an op's function by name (``from .linalg import matmul``; derivative
+    # formulas read such names at call time) gets the seamed function too, so a mode sees
+    # those calls as well. Modules imported later import the seamed names.
+    for mod_name, mod in list(sys.modules.items()):
+        if mod is None or not mod_name.startswith("ember."):
+            continue
+        for k, v in list(vars(mod).items()):
+            w = wrapped.get(id(v))
+            if w is not None and callable(v):
+                setattr(mod, k, w)

@@ -66,6 +66,10 @@ def _wrap_step(step):
     LR schedulers check that flag). The hook dicts are empty on the common path."""
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
+        if _grad_state.modes:   # a compiler trace records the step as one opaque call
+            from ..dispatch import call_mode
+            return call_mode("optimizer.step", _plain_step, (self, wrapper, step) + args,
+                             kwargs)
         self._opt_called = True
         pre = self._optimizer_step_pre_hooks
         if not (pre or _global_step_pre_hooks or self._optimizer_step_post_hooks
@@ -79,6 +83,16 @@ def _wrap_step(step):
             self._in_hooked_step = False
     wrapper._wrapped_by_optimizer = True
     return wrapper
+
+
+def _plain_step(self, wrapper, step, *args, **kwargs):
+    """The step with its hooks, as `wrapper` runs it when no dispatch mode is active."""
+    saved = _grad_state.modes
+    _grad_state.modes = ()
+    try:
+        return wrapper(self, *args, **kwargs)
+    finally:
+        _grad_state.modes = saved
 
 
 def _hooked(self, step, pre, args, kwargs):
@@ -213,6 +227,13 @@ class Optimizer:
         self.param_groups.append(param_group)
 
     def zero_grad(self, set_to_none=True):
+        if _grad_state.modes:   # a compiler trace records it as one opaque call
+            from ..dispatch import call_mode
+            return call_mode("optimizer.zero_grad", type(self)._zero_grad, (self, set_to_none),
+                             {})
+        self._zero_grad(set_to_none)
+
+    def _zero_grad(self, set_to_none=True):
         for group in self.param_groups:
             for p in group["params"]:
                 g = p._grad

@@ -214,8 +214,20 @@ class _ProfilerMode:
     def __init__(self, prof):
         self.prof = prof
 
+    # calls made of many ops (a backward pass, an optimizer step): the profiler stays
+    # active inside them so each of their ops gets its own span
+    _COMPOUND = ("backward", "optimizer.step", "optimizer.zero_grad")
+
     def call(self, op, fn, args, kwargs):
         name = op if isinstance(op, str) else op.name
+        if name in self._COMPOUND:
+            from ..autograd.grad_mode import state
+            saved = state.modes
+            state.modes = saved + (self,)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                state.modes = saved
         return self.prof._span("ember::" + name.strip("_"), fn, args, kwargs)
 
 

@@ -1,0 +1,158 @@
+"""Joint forward/backward: split one traced graph into a forward and a backward graph, and
+wrap the pair as an autograd Function (AOTAutograd's idea, on ember's own engine).
+
+While tracing, the tracer runs the autograd engine over the traced outputs (the derivative
+formulas are ember ops, so they are recorded too, as phase "bwd"). `partition` cuts the
+joint graph: the forward graph returns the user's outputs plus every forward value the
+backward reads (the saved activations); the backward graph takes those and the output
+gradients (tangents) and returns the inputs' gradients. Forward values that are cheap
+pointwise functions of other saved values are recomputed in the backward instead of saved.
+"""
+from ..core.tensor import Tensor
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
+from ..ops.creation import zeros
+from .graph import Graph, Node, map_nodes
+
+# ops cheap enough to recompute in the backward rather than keep alive between the passes
+_RECOMPUTE = {"neg", "abs", "relu", "sigmoid", "tanh", "exp", "mul", "add", "sub", "div",
+              "__mul__", "__add__", "__sub__", "__truediv__", "__rmul__", "__radd__",
+              "__neg__", "gelu", "erf", "rsqrt", "sqrt", "square", "where", "gt", "lt", "ge",
+              "le", "__gt__", "__lt__", "__ge__", "__le__", "clamp", "view", "reshape",
+              "expand", "unsqueeze", "squeeze", "transpose", "t", "permute", "T"}
+
+
+def extract(nodes, inputs, output, name_map=None):
+    """A new Graph of `nodes` (in order) where the nodes in `inputs` become input nodes,
+    lifted nodes referenced are copied, and `output` (a structure of nodes) is returned."""
+    g = Graph()
+    new = {}
+    for i, n in enumerate(inputs):
+        new[id(n)] = g.add("input", n.name, index=i, meta=n.meta)
+    n_lifted = 0
+
+    def remap(x):
+        nonlocal n_lifted
+        m = new.get(id(x))
+        if m is None:
+            assert x.kind == "lifted", f"{x.name} is read before it is made"
+            m = g.add("lifted", x.name, target=x.target, index=n_lifted, meta=x.meta)
+            n_lifted += 1
+            new[id(x)] = m
+        return m
+
+    for n in nodes:
+        if id(n) in new:
+            continue
+        if n.kind == "lifted":
+            remap(n)
+            continue
+        c = g.add(n.kind, n.name, target=n.target, index=n.index, meta=n.meta,
+                  source=n.source, phase=n.phase, opname=n.opname, method=n.method,
+                  inplace=n.inplace)
+        c.args = map_nodes(n.args, remap)
+        c.kwargs = map_nodes(n.kwargs, remap)
+        new[id(n)] = c
+    g.add("output", "output", args=(map_nodes(output, remap),))
+    # lifted nodes first, so the printed function lists them as parameters
+    g.nodes = [n for n in g.nodes if n.kind in ("input", "lifted")] + \
+        [n for n in g.nodes if n.kind not in ("input", "lifted")]
+    return g
+
+
+def partition(joint, n_user_inputs, flat_outputs, tangents, grads):
+    """Split `joint` into (forward graph, backward graph, saved nodes, recomputed names).
+    `flat_outputs`: the user's output nodes; `tangents`: the input nodes of the output
+    gradients; `grads`: per differentiable input, its gradient node (or None)."""
+    fwd = [n for n in joint.nodes if n.phase == "fwd" and n.kind != "output"]
+    bwd = [n for n in joint.nodes if n.phase == "bwd" and n.kind not in ("output", "input")]
+    fwd_ids = {id(n) for n in fwd}
+    tangent_ids = {id(t) for t in tangents}
+
+    def needed_from_fwd(nodes):
+        out, seen = [], set()
+        for n in nodes:
+            for i in n.inputs():
+                if id(i) in fwd_ids and i.kind != "lifted" and id(i) not in seen:
+                    seen.add(id(i))
+                    out.append(i)
+        for g in grads:
+            if g is not None and id(g) in fwd_ids and g.kind != "lifted" and id(g) not in seen:
+                seen.add(id(g))
+                out.append(g)
+        return out
+
+    saved = needed_from_fwd(bwd)
+    # recompute cheap pointwise/view values whose own inputs are saved anyway (or lifted)
+    recomputed = []
+    changed = True
+    while changed:
+        changed = False
+        saved_ids = {id(s) for s in saved}
+        for s in list(saved):
+            if s.kind == "call" and not s.inplace and s.opname.split(".")[-1] in _RECOMPUTE:
+                ins = s.inputs()
+                if ins and all(id(i) in saved_ids or i.kind == "lifted" for i in ins) and \
+                        not any(id(i) == id(s) for i in ins):
+                    saved.remove(s)
+                    recomputed.append(s)
+                    changed = True
+                    break
+    order = {id(n): i for i, n in enumerate(joint.nodes)}
+    recomputed.sort(key=lambda n: order[id(n)])
+    bwd_nodes = recomputed + bwd
+    fwd_graph = extract(fwd, [n for n in fwd if n.kind == "input"],
+                        (tuple(flat_outputs), tuple(saved)))
+    bwd_graph = extract(bwd_nodes, saved + list(tangents), tuple(grads))
+    assert not tangent_ids & fwd_ids
+    return fwd_graph, bwd_graph, saved, [n.name for n in recomputed]
+
+
+def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff,
+                         out_meta, name="CompiledFunction"):
+    """A function ``run(flat_inputs) -> flat_outputs`` whose outputs are linked to one
+    autograd node running `bwd_run`. `diff_positions`: indices of the flat inputs whose
+    gradients the backward returns (in order), then `lifted_diff` tensors (parameters)."""
+    n_diff_inputs = len(diff_positions)
+
+    class CompiledFunction(Function):
+        @staticmethod
+        def forward(ctx, *tensors):
+            inputs = tensors[:n_inputs]
+            outs, saved = fwd_run(list(inputs))
+            ctx.saved = saved
+            nondiff = [o for o, (shape, dt, rg) in zip(outs, out_meta)
+                       if isinstance(o, Tensor) and not rg]
+            if nondiff:
+                ctx.mark_non_differentiable(*nondiff)
+            return tuple(outs)
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            tangents = []
+            for g, (shape, dt, rg) in zip(grad_outputs, out_meta):
+                if rg:
+                    tangents.append(g if g is not None else zeros(shape, dtype=dt))
+            saved, ctx.saved = ctx.saved, None
+            grads = bwd_run(list(saved) + tangents)
+            result = [None] * (n_inputs + len(lifted_diff))
+            for k, g in enumerate(grads):
+                pos = diff_positions[k] if k < n_diff_inputs else n_inputs + k - n_diff_inputs
+                result[pos] = g
+            return tuple(result)
+
+    CompiledFunction.__name__ = name
+
+    def run(inputs):
+        return CompiledFunction.apply(*inputs, *lifted_diff)
+    return run
+
+
+def run_no_grad(fn):
+    def run(inputs):
+        with no_grad():
+            return fn(inputs)
+    return run
+
+
+__all__ = ["partition", "make_autograd_runner", "extract", "Node"]

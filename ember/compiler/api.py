@@ -1,0 +1,380 @@
+"""ember.compile: capture on the first call, replay compiled variants behind their guards.
+
+A compiled function keeps a list of variants. Each call checks the variants' guards in
+order and replays the first that holds; when none does, it traces the function again
+(a recompile, logged with the guard that failed) — until `config.cache_size_limit`
+variants exist, after which it warns once and runs eagerly. A trace that hit a graph break
+becomes an "eager" variant: calls that pass its guards run the function as written.
+"""
+import logging
+import os
+import sys
+import warnings
+
+from ..core.tensor import Tensor
+from ..autograd.grad_mode import state as _grad_state, no_grad
+from ..autograd import engine
+from . import config
+from .graph import map_nodes
+from .tracer import Tracer, tensors_in, BackwardNotCaptured
+from .guards import GuardSet, guard_value, guard_globals, guard_module, guard_lifted
+from . import passes, aot
+
+log = logging.getLogger("ember.compiler")
+_LOGS = set(filter(None, os.environ.get("EMBER_LOGS", "").replace(" ", "").split(",")))
+if _LOGS and not log.handlers:
+    _h = logging.StreamHandler(sys.stderr)
+    _h.setFormatter(logging.Formatter("[ember.compiler] %(message)s"))
+    log.addHandler(_h)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False
+
+
+def logs_on(kind):
+    return kind in _LOGS or "all" in _LOGS
+
+
+_ALL = []     # every compiled function, for reset()
+
+
+def _flatten(args, kwargs):
+    """[(path, tensor)] for every tensor in args/kwargs, in order."""
+    out = []
+
+    def walk(x, path):
+        if isinstance(x, Tensor):
+            out.append((path, x))
+        elif type(x) in (tuple, list):
+            for i, v in enumerate(x):
+                walk(v, f"{path}[{i}]")
+        elif type(x) is dict:
+            for k, v in x.items():
+                walk(v, f"{path}[{k!r}]")
+    walk(args, "args")
+    walk(kwargs, "kwargs")
+    return out
+
+
+def _extractor(paths):
+    src = "def extract(args, kwargs):\n    return [" + ", ".join(paths) + "]\n"
+    ns = {}
+    exec(compile(src, "<ember extract>", "exec"), ns)
+    return ns["extract"]
+
+
+def _rebuilder(struct):
+    """fn(flat_outputs) -> the user's output structure (struct holds ints for tensors)."""
+    def build(x, flat):
+        if type(x) is _Slot:
+            return flat[x.i]
+        if type(x) in (tuple, list):
+            return type(x)(build(v, flat) for v in x)
+        if isinstance(x, tuple) and hasattr(x, "_fields"):
+            return type(x)(*(build(v, flat) for v in x))
+        if type(x) is dict:
+            return {k: build(v, flat) for k, v in x.items()}
+        return x
+    if type(struct) is _Slot:
+        i = struct.i
+        return lambda flat: flat[i]
+    return lambda flat: build(struct, flat)
+
+
+class _Slot:
+    __slots__ = ("i",)
+
+    def __init__(self, i):
+        self.i = i
+
+
+class Variant:
+    """One compiled specialisation: its guards, and how to run it."""
+
+    def __init__(self, guards, run=None, eager=False):
+        self.guards = guards
+        self.run = run
+        self.eager = eager
+        self.graphs = {}            # name -> Graph ("forward", "backward" or "graph")
+        self.breaks = []
+        self.saved = []
+        self.recomputed = []
+        self.pass_stats = {}
+        self.kernels = []           # fused kernels (C backend)
+        self.planned_peak_bytes = None
+        self.op_count = 0
+        self.backward_note = None
+
+
+class CompiledFunction:
+    """What `ember.compile(fn)` returns for a function (see the module docstring)."""
+
+    def __init__(self, fn, *, fullgraph=False, dynamic=None, backend="c", mode=None,
+                 options=None, module=None):
+        if backend not in ("c", "numpy"):
+            raise ValueError(f"unknown backend {backend!r}: expected 'c' or 'numpy'")
+        self.fn = fn
+        self.fullgraph = fullgraph
+        self.dynamic = dynamic
+        self.backend = backend
+        self.mode = mode
+        self.options = dict(options or {})
+        self.module = module
+        self.variants = []
+        self.recompiles = []        # sentences: why each recompile happened
+        self.breaks = []
+        self.fell_back = None       # the reason, once the cache size limit was hit
+        self.calls = 0
+        self._warned_backend = False
+        _ALL.append(self)
+        try:
+            self.__name__ = getattr(fn, "__name__", "compiled")
+            self.__doc__ = getattr(fn, "__doc__", None)
+            self.__wrapped__ = fn
+        except AttributeError:
+            pass
+
+    def reset(self):
+        self.variants.clear()
+        self.recompiles.clear()
+        self.breaks.clear()
+        self.fell_back = None
+
+    def __call__(self, *args, **kwargs):
+        if _grad_state.modes:        # already tracing (nested compile), profiling...
+            return self.fn(*args, **kwargs)
+        self.calls += 1
+        for v in self.variants:
+            if v.guards.check(args, kwargs):
+                if v.eager:
+                    return self.fn(*args, **kwargs)
+                return v.run(args, kwargs)
+        if self.fell_back is not None:
+            return self.fn(*args, **kwargs)
+        if self.variants:
+            failed = self.variants[-1].guards.first_failure(args, kwargs)
+            reason = failed.describe(args, kwargs, self.variants[-1].guards.env) \
+                if failed is not None else "no guard failed (unknown)"
+            if len(self.variants) >= config.cache_size_limit:
+                self.fell_back = reason
+                warnings.warn(f"ember.compile: {self.__name__} hit the cache size limit "
+                              f"({config.cache_size_limit}) and now runs eagerly; last "
+                              f"recompile because {reason}", stacklevel=2)
+                return self.fn(*args, **kwargs)
+            self.recompiles.append(reason)
+            if config.verbose_recompiles or logs_on("recompiles"):
+                log.warning("recompiling %s: %s", self.__name__, reason)
+        return self._trace(args, kwargs)
+
+    # ---- capture ----
+    def _lifted_names(self):
+        names = {}
+        if self.module is not None:
+            for n, p in self.module.named_parameters(remove_duplicate=False):
+                names.setdefault(id(p), "self_" + n.replace(".", "_"))
+            for n, b in self.module.named_buffers(remove_duplicate=False):
+                names.setdefault(id(b), "self_" + n.replace(".", "_"))
+        return names
+
+    def _guards(self, args, kwargs, lifted_nodes):
+        gs = GuardSet()
+        guard_globals(gs)
+        for i, a in enumerate(args):
+            guard_value(gs, f"args[{i}]", self._arg_name(i), a)
+        for k, v in kwargs.items():
+            guard_value(gs, f"kwargs[{k!r}]", k, v)
+        gs.add("structure", "len(args)", f"len(args) == {len(args)}", len(args),
+               lambda a, k, e: len(a))
+        gs.add("structure", "kwargs", f"tuple(kwargs) == {tuple(kwargs)!r}", tuple(kwargs),
+               lambda a, k, e: tuple(k))
+        if self.module is not None:
+            guard_module(gs, self.module)
+        params = set(id(p) for p in self.module.parameters()) | set(
+            id(b) for b in self.module.buffers()) if self.module is not None else set()
+        others = [n for n in lifted_nodes if id(n.target) not in params]
+        guard_lifted(gs, [n.target for n in others], [n.name for n in others])
+        return gs.compile()
+
+    def _arg_name(self, i):
+        try:
+            import inspect
+            fn = self.module.forward if self.module is not None else self.fn
+            names = [p for p in inspect.signature(fn).parameters]
+            if i < len(names) and not names[i].startswith("*"):
+                return names[i]
+        except (TypeError, ValueError):
+            pass
+        return f"args[{i}]"
+
+    def _trace(self, args, kwargs):
+        flat = _flatten(args, kwargs)
+        tracer = Tracer(self._lifted_names(), fullgraph=self.fullgraph)
+        rng_state = None
+        with tracer:
+            for path, t in flat:
+                if tracer.known(t) is None:
+                    tracer.add_input(t, _input_name(path, self))
+            result = self.fn(*args, **kwargs)
+            out_nodes = []
+            struct = _slots(tracer, result, out_nodes) if not tracer.broken else None
+            # training: record the backward of the outputs too (phase "bwd")
+            joint = None
+            if not tracer.broken and _grad_state.enabled and not tracer.has_backward:
+                joint = self._trace_backward(tracer, result, flat)
+        del rng_state
+        lifted_nodes = tracer.graph.lifted()
+        guards = self._guards(args, kwargs, lifted_nodes)
+        if tracer.broken:
+            v = Variant(guards, eager=True)
+            v.breaks = list(tracer.breaks)
+            self.breaks.extend(tracer.breaks)
+            if logs_on("breaks"):
+                for b in tracer.breaks:
+                    log.warning("graph break in %s: %s (runs eagerly)", self.__name__, b)
+            self.variants.append(v)
+            return result
+        v = self._build(tracer, struct, out_nodes, flat, guards, joint)
+        self.variants.append(v)
+        return result
+
+    def _trace_backward(self, tracer, result, flat):
+        outs = tensors_in(result)
+        diff_outs = [t for t in outs if t._requires_grad]
+        if not diff_outs:
+            return None
+        input_nodes = tracer.graph.inputs()
+        diff_ins = [t for _, t in flat if t._requires_grad and tracer.proxies.get(id(t))
+                    in input_nodes]
+        lifted_diff = [n.target for n in tracer.graph.lifted() if n.target._requires_grad]
+        tracer.phase = "bwd"
+        tangents, tangent_nodes = [], []
+        for i, t in enumerate(diff_outs):
+            g = _ones_like_detached(t)
+            node = tracer.graph.add("input", f"tangent_{i}", index=None, phase="bwd")
+            tracer._bind(g, node)
+            tangents.append(g)
+            tangent_nodes.append(node)
+        leaves = diff_ins + lifted_diff
+        try:
+            grads = engine.run_backward(diff_outs, tangents, True, False, inputs=leaves,
+                                        accumulate=False, allow_unused=True) if leaves else []
+            grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
+        except BackwardNotCaptured as e:
+            # drop what the backward recorded; the forward replays with eager autograd
+            tracer.graph.nodes = [n for n in tracer.graph.nodes if n.phase == "fwd"]
+            tracer.phase = "fwd"
+            return {"failed": str(e)}
+        tracer.phase = "fwd"
+        return dict(diff_outs=diff_outs, diff_ins=diff_ins, lifted_diff=lifted_diff,
+                    tangent_nodes=tangent_nodes, grad_nodes=grad_nodes)
+
+    def _build(self, tracer, struct, out_nodes, flat, guards, joint):
+        graph = tracer.graph
+        rebuild = _rebuilder(struct)
+        extract = _extractor([p for p, t in flat if tracer.proxies.get(id(t)) is not None
+                              and tracer.proxies[id(t)].kind == "input"
+                              and tracer.proxies[id(t)].phase == "fwd"])
+        v = Variant(guards)
+        v.op_count = sum(1 for n in graph.nodes if n.kind == "call")
+        if joint is None or "failed" in joint:
+            graph.add("output", "output", args=(tuple(out_nodes),))
+            passes.run_pipeline(graph, v.pass_stats)
+            v.graphs["graph"] = graph
+            lifted = [n.target for n in graph.lifted()]
+            if joint is not None:
+                # autograd records the replayed ops, so the graph runs op by op in Python
+                v.backward_note = f"backward not captured ({joint['failed']}): the forward " \
+                                  "replays with eager autograd"
+                fn = graph.compile_python()
+
+                def run(args, kwargs):
+                    return rebuild(fn(extract(args, kwargs), lifted))
+                v.run = run
+                return v
+            fn = self._backend(graph, v)
+
+            def run(args, kwargs):
+                with no_grad():
+                    outs = fn(extract(args, kwargs), lifted)
+                return rebuild(outs)
+            v.run = run
+            return v
+        # joint forward/backward
+        user_inputs = [n for n in graph.nodes if n.kind == "input" and n.phase == "fwd"]
+        fwd_g, bwd_g, saved, recomputed = aot.partition(
+            graph, len(user_inputs), out_nodes, joint["tangent_nodes"], joint["grad_nodes"])
+        passes.run_pipeline(fwd_g, v.pass_stats)
+        passes.run_pipeline(bwd_g)
+        v.graphs["forward"], v.graphs["backward"] = fwd_g, bwd_g
+        v.saved = [f"{n.name}: {n.meta[1].name if n.meta else '?'}"
+                   f"{list(n.meta[0]) if n.meta else ''}" for n in saved]
+        v.recomputed = recomputed
+        fwd_fn, bwd_fn = self._backend(fwd_g, v), self._backend(bwd_g, v)
+        fwd_lifted = [n.target for n in fwd_g.lifted()]
+        bwd_lifted = [n.target for n in bwd_g.lifted()]
+        out_meta = [(n.meta[0], n.meta[1], bool(n.meta[3])) if n.meta else ((), None, False)
+                    for n in out_nodes]
+        input_ids = [id(n) for n in user_inputs]
+        diff_positions = [input_ids.index(id(tracer.proxies[id(t)])) for t in joint["diff_ins"]]
+
+        def fwd_run(inputs):
+            outs, saved_vals = fwd_fn(inputs, fwd_lifted)
+            return list(outs), saved_vals
+
+        def bwd_run(saved_and_tangents):
+            return bwd_fn(saved_and_tangents, bwd_lifted)
+        runner = aot.make_autograd_runner(fwd_run, bwd_run, len(user_inputs), diff_positions,
+                                          joint["lifted_diff"], out_meta,
+                                          name=f"Compiled_{self.__name__}")
+
+        def run(args, kwargs):
+            outs = runner(extract(args, kwargs))
+            return rebuild(outs)
+        v.run = run
+        return v
+
+    def _backend(self, graph, variant):
+        if self.backend == "c":
+            from . import fusion
+            try:
+                return fusion.compile_graph(graph, variant, self.options)
+            except fusion.BackendUnavailable as e:
+                if not self._warned_backend:
+                    warnings.warn(f"ember.compile: the C backend is unavailable ({e}); "
+                                  "using the numpy backend", stacklevel=4)
+                    self._warned_backend = True
+        return graph.compile_python()
+
+
+def _slots(tracer, x, out_nodes):
+    """The output structure with each tensor replaced by a slot into the flat outputs."""
+    if isinstance(x, Tensor):
+        out_nodes.append(tracer.node_of(x))
+        return _Slot(len(out_nodes) - 1)
+    if type(x) in (tuple, list):
+        return type(x)(_slots(tracer, v, out_nodes) for v in x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_slots(tracer, v, out_nodes) for v in x))
+    if type(x) is dict:
+        return {k: _slots(tracer, v, out_nodes) for k, v in x.items()}
+    return x
+
+
+def _ones_like_detached(t):
+    from ..ops.creation import ones_like
+    with no_grad():
+        return ones_like(t)
+
+
+def _input_name(path, cf):
+    if path.startswith("args["):
+        inner = path[5:].split("]")[0]
+        if inner.isdigit():
+            name = cf._arg_name(int(inner))
+            return name + path[5 + len(inner) + 1:].replace("[", "_").replace("]", "")
+    return path.replace("kwargs[", "").replace("[", "_").replace("]", "").replace("'", "")
+
+
+def reset():
+    """Forget every compiled variant (the next call of each compiled function traces)."""
+    for cf in _ALL:
+        cf.reset()

@@ -1,0 +1,416 @@
+"""C code generation: one Kernel IR (ember/compiler/kernel.py) -> the C source of one function
+
+    void <name>(int64_t R, int64_t N, void **ptrs, const int64_t *strides, int nthreads)
+
+`ptrs` holds the inputs' pointers (element (0, 0) of each), in kernel.inputs order, then the
+outputs'; `strides` holds (so_0, sj_0, so_1, sj_1, ...) in elements. Strides an Input promised
+to be "zero" or "one" are compile-time constants (so the inner loop is unit-stride and
+vectorises); "any" strides are read from `strides`.
+
+Shape of the generated code, per row r (rows are split across OpenMP threads):
+    row prelude: row pointers, values that do not depend on j (hoisted out of the j loops)
+    for each reduction k: one `#pragma omp simd reduction(...)` loop over j -> row_k
+    per-row outputs: written once
+    per-element outputs: one `#pragma omp simd` loop over j computing all of them
+Within a loop every distinct subexpression is one `const` temporary (expressions are hashable
+tuples, so CSE is a dict lookup). A kernel without reductions whose rows are few and long
+(R < 4 * threads, e.g. R == 1) splits each row's j loop across threads instead.
+"""
+import math
+
+import numpy as np
+
+from .cmath import SOURCE as CMATH_SOURCE, FUNCTIONS
+from .kernel import STRIDE_ZERO, STRIDE_ONE
+
+CTYPES = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t",
+          "bool": "uint8_t"}
+FLOATS = ("float32", "float64")
+# below this many elements (R*N) a kernel runs on one thread: a fork/join costs a few us
+PARALLEL_MIN_ELEMENTS = 32768
+
+HELPERS = r"""
+/* integer helpers: NumPy's floor division (0 for x // 0) and power (negative exponents of
+   ints: 1, -1 or 0 like torch) */
+static inline int64_t em_floordiv(int64_t a, int64_t b) {
+    if (b == 0) return 0;
+    int64_t q = a / b;
+    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
+}
+static inline int64_t em_ipow(int64_t a, int64_t b) {
+    if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
+    int64_t r = 1;
+    while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }
+    return r;
+}
+"""
+
+_UNARY_FLOAT = {"sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+                "round": "rint", "abs": "fabs"}
+
+
+def c_literal(value, dtype):
+    """A C literal of `value` as `dtype` (float32 literals are the float32-rounded value,
+    printed with enough digits to read back exactly)."""
+    if dtype == "bool":
+        return "1" if value else "0"
+    if dtype in ("int32", "int64"):
+        v = int(value)
+        return f"INT64_C({v})" if dtype == "int64" else (f"({v})" if v >= 0 else f"(-{-v})")
+    v = float(np.float32(value)) if dtype == "float32" else float(value)
+    suffix = "f" if dtype == "float32" else ""
+    if math.isnan(v):
+        return "NAN" if dtype == "float32" else "(double)NAN"
+    if math.isinf(v):
+        inf = "INFINITY" if dtype == "float32" else "(double)INFINITY"
+        return inf if v > 0 else f"(-{inf})"
+    s = ("%.9g" % v) if dtype == "float32" else repr(v)
+    if not any(c in s for c in ".en"):
+        s += ".0"
+    return f"({s}{suffix})" if s.startswith("-") else s + suffix
+
+
+def expr_dtype(e, kernel):
+    """The dtype of expression `e`."""
+    tag = e[0]
+    if tag == "load":
+        return kernel.inputs[e[1]].dtype
+    if tag == "row":
+        return kernel.reductions[e[1]].dtype
+    if tag == "const":
+        return e[2]
+    return e[1] if tag == "n" else e[2]
+
+
+class _Loop:
+    """CSE state of one scope: `lines` of C, `names` expr -> C variable."""
+
+    def __init__(self, prefix):
+        self.prefix, self.lines, self.names = prefix, [], {}
+
+
+class _Emitter:
+    """Emits the body of one row: row-invariant values go to the row scope (before the loop
+    that first needs them), element values to the current loop's scope."""
+
+    def __init__(self, kernel, cached=None):
+        self.k = kernel
+        self.row = _Loop("w")
+        self.counter = 0
+        self.nrows_done = 0          # reductions whose row value exists so far
+        self.cached = cached or {}   # expr -> (buffer name, index of the loop that fills it)
+        self.loop_index = 0          # which j loop of the row is being emitted
+        self._row_level = {}
+
+    def row_level(self, e):
+        r = self._row_level.get(e)
+        if r is None:
+            tag = e[0]
+            if tag == "load":
+                r = self.k.inputs[e[1]].inner == STRIDE_ZERO
+            elif tag == "call":
+                r = all(self.row_level(a) for a in e[3:])
+            else:
+                r = True
+            self._row_level[e] = r
+        return r
+
+    def value(self, e, loop):
+        """C expression (a temporary's name or a literal) for `e`; `loop` is the element scope
+        (None when emitting row-level code only)."""
+        tag = e[0]
+        if tag == "const":
+            return c_literal(e[1], e[2])
+        if tag == "n":
+            return f"(({CTYPES[e[1]]})N)"
+        if tag == "row":
+            if e[1] >= self.nrows_done:
+                raise ValueError(f"expression uses reduction {e[1]} before it is computed")
+            return f"row{e[1]}"
+        scope = self.row if (loop is None or self.row_level(e)) else loop
+        name = scope.names.get(e)
+        if name is None:
+            buf, filler = self.cached.get(e, (None, None))
+            if buf is not None and self.loop_index > filler:
+                code = f"{buf}[j]"           # computed by an earlier loop of this row
+            else:
+                code = self.load(e) if tag == "load" else self.call(e, loop)
+            name = f"{scope.prefix}{self.counter}"
+            self.counter += 1
+            ctype = CTYPES[expr_dtype(e, self.k)]
+            scope.lines.append(f"const {ctype} {name} = {code};")
+            if buf is not None and self.loop_index == filler:
+                scope.lines.append(f"{buf}[j] = {name};")
+            scope.names[e] = name
+        return name
+
+    def load(self, e):
+        i = e[1]
+        inner = self.k.inputs[i].inner
+        if inner == STRIDE_ZERO:
+            return f"in{i}r[0]"
+        if inner == STRIDE_ONE:
+            return f"in{i}r[j]"
+        return f"in{i}r[j * sj{i}]"
+
+    def call(self, e, loop):
+        op, dtype, args = e[1], e[2], e[3:]
+        a = [self.value(x, loop) for x in args]
+        adt = expr_dtype(args[0], self.k) if args else dtype
+        return op_to_c(op, dtype, adt, a, args)
+
+
+def _pow_c(dtype, a, b, bexpr):
+    if dtype not in FLOATS:
+        return f"(({CTYPES[dtype]})em_ipow({a}, {b}))"
+    f = "" if dtype == "float64" else "f"
+    one = "1.0" + f
+    if bexpr[0] == "const":        # torch's fast paths for common exponents
+        v = float(bexpr[1])
+        special = {2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})", 1.0: f"({a})",
+                   0.5: f"sqrt{f}({a})", -0.5: f"({one} / sqrt{f}({a}))",
+                   -1.0: f"({one} / {a})", -2.0: f"({one} / ({a} * {a}))"}
+        if v in special:
+            return special[v]
+    return f"pow{f}({a}, {b})"
+
+
+def op_to_c(op, dtype, adt, a, args=()):
+    """C for op `op` with result dtype `dtype`, argument dtype `adt`, argument code `a`."""
+    T = CTYPES[dtype]
+    isf = adt in FLOATS
+    f = "f" if adt == "float32" else ""
+    if op in FUNCTIONS:
+        if not isf:
+            raise NotImplementedError(f"{op} of {adt}: the fusion pass casts ints to float first")
+        return f"{FUNCTIONS[op][adt == 'float64']}({a[0]})"
+    x = a[0] if a else None
+    if op == "cast":
+        return f"(({T})({x} != 0))" if dtype == "bool" else f"(({T}){x})"
+    if op in _UNARY_FLOAT:
+        if isf:
+            return f"{_UNARY_FLOAT[op]}{f}({x})"
+        if op == "abs":
+            return f"(({T})({x} < 0 ? -{x} : {x}))"
+        if op == "sqrt":
+            raise NotImplementedError("sqrt of an integer")
+        return x                                   # floor/ceil/trunc/round of ints
+    one = f"(({T})1)"
+    simple = {
+        "neg": f"(({T})-{x})", "square": f"(({T})({x} * {x}))",
+        "rsqrt": f"({one} / sqrt{f}({x}))", "reciprocal": f"({one} / {x})",
+        "relu": f"({x} < 0 ? ({T})0 : {x})",               # keeps NaN (and -0.0) like torch
+        "sign": f"(({T})(({x} > 0) - ({x} < 0)))",          # sign(NaN) = 0 like torch
+        "logical_not": f"((uint8_t)({x} == 0))",
+        "isnan": f"((uint8_t)({x} != {x}))",
+    }
+    if op in simple:
+        if op == "sign" and adt == "bool":
+            return x
+        return simple[op]
+    if len(a) == 2:
+        y = a[1]
+        if op in ("add", "sub", "mul"):
+            sym = {"add": "+", "sub": "-", "mul": "*"}[op]
+            return f"(({T})({x} {sym} {y}))"
+        if op == "div":
+            return f"({x} / {y})" if isf else f"(({T})em_floordiv({x}, {y}))"
+        if op == "pow":
+            return _pow_c(dtype, x, y, args[1] if len(args) > 1 else ("load",))
+        if op in ("maximum", "minimum"):
+            cmp = ">" if op == "maximum" else "<"
+            if isf:   # NaN in either argument gives NaN, like torch.maximum
+                return f"(({x} {cmp} {y} || {x} != {x}) ? {x} : {y})"
+            return f"({x} {cmp} {y} ? {x} : {y})"
+        cmps = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
+        if op in cmps:
+            return f"((uint8_t)({x} {cmps[op]} {y}))"
+        if op == "logical_and":
+            return f"((uint8_t)(({x} != 0) & ({y} != 0)))"
+        if op == "logical_or":
+            return f"((uint8_t)(({x} != 0) | ({y} != 0)))"
+    if op == "where" and len(a) == 3:
+        return f"({a[0]} ? {a[1]} : {a[2]})"
+    raise NotImplementedError(f"no C lowering for op {op!r} with {len(a)} arguments")
+
+
+# cost of recomputing a node in a later loop rather than storing it in a row buffer
+_COSTLY = set(FUNCTIONS) | {"div", "sqrt", "rsqrt", "reciprocal", "pow"}
+CACHE_MIN_COST = 6
+
+
+def plan_row_cache(kernel):
+    """Element values that several j loops of a row need (a reduction's input reused by the
+    next reduction or the outputs: layer_norm's gelu(x)) and that are costly to recompute:
+    the first loop stores them in a per-thread row buffer, later loops load them.
+    Returns {expr: (buffer name, index of the loop that fills it)}."""
+    loops = [[r.expr] for r in kernel.reductions]
+    loops.append([o.expr for o in kernel.outputs if not o.per_row])
+    em = _Emitter(kernel)
+    first = {}
+    for i, roots in enumerate(loops):
+        stack = list(roots)
+        while stack:
+            e = stack.pop()
+            if e[0] == "call" and not em.row_level(e) and e not in first:
+                first[e] = i
+                stack.extend(e[3:])
+    cached = {}
+
+    def cost(e):
+        if e[0] != "call" or e in cached or em.row_level(e):
+            return 0.5 if e[0] in ("load", "call") else 0
+        return (8 if e[1] in _COSTLY else 1) + sum(cost(a) for a in e[3:])
+
+    def visit(e, i):
+        if e[0] != "call" or em.row_level(e) or e in cached:
+            return
+        if first[e] < i and cost(e) >= CACHE_MIN_COST:
+            cached[e] = (f"cb{len(cached)}", first[e])
+            return
+        for a in e[3:]:
+            visit(a, i)
+
+    for i, roots in enumerate(loops):
+        for e in roots:
+            visit(e, i)
+    return cached
+
+
+def _red_init(op, dtype):
+    if op == "sum":
+        return "0"
+    lo = op == "max"
+    if dtype in FLOATS:
+        return "-INFINITY" if lo else "INFINITY"
+    return {"bool": ("0", "1"), "int32": ("INT32_MIN", "INT32_MAX"),
+            "int64": ("INT64_MIN", "INT64_MAX")}[dtype][0 if lo else 1]
+
+
+def _row_body(kernel, simd_pragma, ind, cached=None):
+    """Lines of one row's work (r is defined); `simd_pragma` heads every j loop."""
+    em = _Emitter(kernel, cached)
+    out = []
+    for i, inp in enumerate(kernel.inputs):
+        ct = CTYPES[inp.dtype]
+        off = "" if inp.outer == STRIDE_ZERO else (" + r" if inp.outer == STRIDE_ONE
+                                                   else f" + r * so{i}")
+        out.append(f"const {ct} *in{i}r = in{i}{off};")
+
+    def flush_row():
+        out.extend(em.row.lines)
+        em.row.lines = []
+
+    for k, red in enumerate(kernel.reductions):
+        T = CTYPES[red.dtype]
+        loop = _Loop("e")
+        v = em.value(red.expr, loop)
+        flush_row()
+        out.append(f"{T} acc{k} = {_red_init(red.op, red.dtype)};")
+        body = list(loop.lines)
+        if red.op == "sum":
+            clause = f"reduction(+:acc{k})"
+            body.append(f"acc{k} += ({T}){v};")
+        else:
+            cmp = ">" if red.op == "max" else "<"
+            clause = f"reduction({red.op}:acc{k})"
+            body.append(f"acc{k} = ({T}){v} {cmp} acc{k} ? ({T}){v} : acc{k};")
+            if red.dtype in FLOATS:   # the max/min lanes skip NaN; a flag remembers it
+                out.append(f"int nan{k} = 0;")
+                clause += f" reduction(|:nan{k})"
+                body.append(f"nan{k} |= ({v} != {v});")
+        out.append(f"{simd_pragma} {clause}")
+        out.append("for (int64_t j = 0; j < N; j++) {")
+        out.extend("    " + s for s in body)
+        out.append("}")
+        if red.op != "sum" and red.dtype in FLOATS:
+            out.append(f"const {T} row{k} = nan{k} ? ({T})NAN : acc{k};")
+        else:
+            out.append(f"const {T} row{k} = acc{k};")
+        em.nrows_done = k + 1
+        em.loop_index = k + 1
+
+    for o, outp in enumerate(kernel.outputs):
+        if outp.per_row:
+            v = em.value(outp.expr, None)
+            flush_row()
+            out.append(f"out{o}[r] = ({CTYPES[outp.dtype]}){v};")
+    elem = [(o, outp) for o, outp in enumerate(kernel.outputs) if not outp.per_row]
+    if elem:
+        loop = _Loop("e")
+        stores = []
+        for o, outp in elem:
+            v = em.value(outp.expr, loop)
+            stores.append(f"out{o}r[j] = ({CTYPES[outp.dtype]}){v};")
+        flush_row()
+        for o, outp in elem:
+            out.append(f"{CTYPES[outp.dtype]} *out{o}r = out{o} + r * N;")
+        out.append(simd_pragma)
+        out.append("for (int64_t j = 0; j < N; j++) {")
+        out.extend("    " + s for s in loop.lines + stores)
+        out.append("}")
+    return [ind + s for s in out]
+
+
+PRELUDE = "\n".join(["#include <stdint.h>", "#include <stdlib.h>", "#include <math.h>",
+                     CMATH_SOURCE, HELPERS])
+
+
+def generate(kernel, name):
+    """The C source (with its math and headers) of `kernel` as function `name`."""
+    return PRELUDE + "\n" + generate_function(kernel, name)
+
+
+def generate_many(kernels, names):
+    """One C source defining every kernel (one compiler call builds a whole graph's kernels)."""
+    return PRELUDE + "".join("\n" + generate_function(k, n) for k, n in zip(kernels, names))
+
+
+def generate_function(kernel, name):
+    """The C function of `kernel` alone (it needs PRELUDE before it)."""
+    lines = []
+    lines.append(f"void {name}(int64_t R, int64_t N, void **ptrs, const int64_t *strides, "
+                 "int nthreads) {")
+    ops = ", ".join(kernel.ops) if kernel.ops else "(not named)"
+    lines.append(f"    /* {kernel.describe()}\n       fused ops: {ops} */")
+    n_in = len(kernel.inputs)
+    for i, inp in enumerate(kernel.inputs):
+        ct = CTYPES[inp.dtype]
+        lines.append(f"    const {ct} *in{i} = (const {ct} *)ptrs[{i}];")
+        if inp.outer not in (STRIDE_ZERO, STRIDE_ONE):
+            lines.append(f"    const int64_t so{i} = strides[{2 * i}];")
+        if inp.inner not in (STRIDE_ZERO, STRIDE_ONE):
+            lines.append(f"    const int64_t sj{i} = strides[{2 * i + 1}];")
+    for o, outp in enumerate(kernel.outputs):
+        ct = CTYPES[outp.dtype]
+        lines.append(f"    {ct} *out{o} = ({ct} *)ptrs[{n_in + o}];")
+    lines.append("    const int nt = nthreads > 0 ? nthreads : 1;")
+    lines.append("    if (R <= 0) return;")
+    if not any(o.per_row for o in kernel.outputs):
+        lines.append("    if (N <= 0) return;")
+    lines.append(f"    const int par = nt > 1 && R * (N + 1) >= {PARALLEL_MIN_ELEMENTS};")
+    split_rows = not kernel.reductions and not any(o.per_row for o in kernel.outputs)
+    if split_rows:
+        lines.append("    if (par && R < 4 * nt) {   /* few long rows: split each row */")
+        lines.append("        #pragma omp parallel num_threads(nt)")
+        lines.append("        for (int64_t r = 0; r < R; r++) {")
+        lines += _row_body(kernel, "#pragma omp for simd schedule(static)", " " * 12)
+        lines.append("        }")
+        lines.append("        return;")
+        lines.append("    }")
+    cached = plan_row_cache(kernel)
+    lines.append("    #pragma omp parallel num_threads(nt) if(par)")
+    lines.append("    {")
+    for e, (buf, _) in cached.items():   # per-thread row buffers (see plan_row_cache)
+        ct = CTYPES[expr_dtype(e, kernel)]
+        lines.append(f"        {ct} *{buf} = ({ct} *)malloc(sizeof({ct}) * (size_t)(N + 1));")
+        lines.append(f"        if (!{buf}) abort();")
+    lines.append("        #pragma omp for schedule(static)")
+    lines.append("        for (int64_t r = 0; r < R; r++) {")
+    lines += _row_body(kernel, "#pragma omp simd", " " * 12, cached)
+    lines.append("        }")
+    for buf, _ in cached.values():
+        lines.append(f"        free({buf});")
+    lines.append("    }")
+    lines.append("}")
+    return "\n".join(lines) + "\n"

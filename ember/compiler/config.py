@@ -1,0 +1,17 @@
+"""ember.compiler.config: the compiler's settings, read at use (change them any time).
+
+    import ember
+    ember.compiler.config.cache_dir = "/tmp/ember-cache"
+    ember.compiler.config.cache_size_limit = 4
+"""
+import os
+
+# where built kernels are stored (<cache_dir>/kernels/ab/<hash>.so)
+cache_dir = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
+    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ember")
+# compiled variants kept per function before it runs eagerly (PyTorch's cache_size_limit)
+cache_size_limit = 8
+# log each recompile with the guard that failed (also EMBER_LOGS=recompiles)
+verbose_recompiles = False
+# the C compiler (None: $CC, else cc)
+cc = os.environ.get("CC") or "cc"

@@ -1,0 +1,113 @@
+"""explain() and show_code(): what the compiler did with a function, in words.
+
+    report = ember.compiler.explain(f)(x)
+    print(report)     # graphs and op counts, breaks with file:line, guards, recompiles,
+                      # saved activations, fused kernels, planned peak bytes
+"""
+
+
+class ExplainOutput:
+    """The report of `explain(fn)(*args)`; `str()` prints it."""
+
+    def __init__(self, cf):
+        self.compiled = cf
+        self.variants = [v for v in cf.variants]
+        graphs = [(name, g) for v in self.variants for name, g in v.graphs.items()]
+        self.graphs = [g for _, g in graphs]
+        self.graph_count = len(self.graphs)
+        self.op_counts = [sum(1 for n in g.nodes if n.kind == "call") for g in self.graphs]
+        self.graph_breaks = list(cf.breaks)
+        self.break_reasons = [str(b) for b in cf.breaks]
+        self.recompile_reasons = list(cf.recompiles)
+        self.guards = [g for v in self.variants for g in v.guards.guards]
+
+    def __str__(self):
+        cf = self.compiled
+        lines = [f"ember.compiler.explain: {cf.__name__} (backend {cf.backend!r})",
+                 f"Graph count: {self.graph_count}",
+                 f"Graph break count: {len(self.graph_breaks)}",
+                 f"Op count: {sum(self.op_counts)}"]
+        for i, v in enumerate(self.variants):
+            lines.append(f"\nVariant {i}:" + (" runs eagerly (graph break)" if v.eager else ""))
+            for b in v.breaks:
+                lines.append(f"  Graph break at {b.source}: {b.reason}. Runs eagerly: the "
+                             "call's result is exact; later calls with these guards run "
+                             "eagerly too.")
+            for name, g in v.graphs.items():
+                n_ops = sum(1 for n in g.nodes if n.kind == "call")
+                lines.append(f"  {name} graph: {n_ops} ops, {len(g.inputs())} inputs, "
+                             f"{len(g.lifted())} lifted tensors")
+            if v.backward_note:
+                lines.append("  " + v.backward_note)
+            if v.pass_stats:
+                lines.append("  passes: " + ", ".join(f"{k} {n}" for k, n in
+                                                      v.pass_stats.items()))
+            if v.saved:
+                lines.append(f"  saved for backward ({len(v.saved)}): " + ", ".join(v.saved))
+            if v.recomputed:
+                lines.append(f"  recomputed in backward instead of saved: "
+                             + ", ".join(v.recomputed))
+            if v.kernels:
+                lines.append(f"  fused kernels ({len(v.kernels)}):")
+                for k in v.kernels:
+                    lines.append(f"    {k}")
+            if v.planned_peak_bytes is not None:
+                lines.append(f"  planned peak of intermediate buffers: "
+                             f"{v.planned_peak_bytes} bytes")
+            lines.append(f"  guards ({len(v.guards)}):")
+            for g in v.guards.guards:
+                lines.append(f"    {g.source} == {g.expected!r}" if g.kind != "identity"
+                             else f"    {g.source} is the same object")
+        if self.recompile_reasons:
+            lines.append("\nRecompiles:")
+            for r in self.recompile_reasons:
+                lines.append(f"  {r}")
+        if cf.fell_back:
+            lines.append(f"\nCache size limit reached: runs eagerly ({cf.fell_back})")
+        return "\n".join(lines)
+
+    __repr__ = __str__
+
+
+def explain(fn, **compile_kwargs):
+    """``explain(fn)(*args)`` compiles `fn` (unless it is compiled already), calls it with
+    the arguments and returns an ExplainOutput describing what happened."""
+    from .api import CompiledFunction
+    from . import compile as ember_compile
+
+    def run(*args, **kwargs):
+        cf = _compiled_of(fn)
+        if cf is None:
+            compiled = ember_compile(fn, **compile_kwargs)
+            cf = _compiled_of(compiled)
+            compiled(*args, **kwargs)
+        else:
+            cf(*args, **kwargs)
+        return ExplainOutput(cf)
+    return run
+
+
+def _compiled_of(obj):
+    from .api import CompiledFunction
+    if isinstance(obj, CompiledFunction):
+        return obj
+    cf = getattr(obj, "_compiled", None)
+    if isinstance(cf, CompiledFunction):
+        return cf
+    return None
+
+
+def show_code(fn, *args, **kwargs):
+    """Print (and return) the generated code of every graph of `fn` called with `args`: the
+    C source of each fused kernel (with the ops it fused named in a comment), or the Python
+    of the numpy backend."""
+    report = explain(fn)(*args, **kwargs)
+    parts = []
+    for v in report.variants:
+        for name, g in v.graphs.items():
+            parts.append(f"# ---- {name} graph ----\n{g.python_source()}")
+        for k in getattr(v, "kernel_sources", []):
+            parts.append(k)
+    text = "\n\n".join(parts)
+    print(text)
+    return text

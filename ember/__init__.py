@@ -51,6 +51,10 @@ _registry.install_methods(Tensor)
 globals().update(_registry.FUNCTIONS)
 
 from .ops.view import T as _T, mT as _mT  # noqa: E402
+from .dispatch import with_mode_seam as _seam  # noqa: E402
+# the transposing properties pass the mode seam like every other op
+_T = property(_seam("T", _T.fget))
+_mT = property(_seam("mT", _mT.fget))
 Tensor.T = _T
 Tensor.mT = _mT
 Tensor.H = _T

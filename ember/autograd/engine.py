@@ -258,16 +258,20 @@ def _call_tensor_prehooks(node, buf):
 
 def _run_node(node, buf, create_graph):
     if len(buf) == 1 and 0 in buf:
-        grads = (buf[0],)
+        g0 = buf[0]
+        grads = (g0,)
+        empty = g0 is None
     else:
         n_out = max(buf) + 1 if buf else 1
         grads = tuple(buf.get(i) for i in range(n_out))
+        empty = all(g is None for g in grads)
     if node._prehooks:
         for h in list(node._prehooks):
             r = h(grads)
             if r is not None:
                 grads = tuple(r)
-    if all(g is None for g in grads):
+        empty = all(g is None for g in grads)
+    if empty:
         return (None,) * len(node.next_functions)
     try:
         outs = node.apply(grads)
@@ -276,14 +280,15 @@ def _run_node(node, buf, create_graph):
             report_trace(node)
         raise
     fixed = []
-    for i, (g, meta) in enumerate(zip(outs, node._input_meta)):
+    i = 0
+    for g, meta in zip(outs, node._input_meta):
         if g is not None and meta is not None:
             if not isinstance(g, Tensor):
-                from ..ops.creation import full
-                g = full(meta[0], g, dtype=meta[1])
+                g = _full(meta[0], g, dtype=meta[1])
             if g._data.shape != meta[0] or g.dtype is not meta[1]:
                 g = _fix_grad(node, i, g, meta)
         fixed.append(g)
+        i += 1
     if state.anomaly:
         anomaly_check(node, fixed)
     if node._hooks:
@@ -294,8 +299,18 @@ def _run_node(node, buf, create_graph):
     return fixed
 
 
+def _full(shape, value, dtype):
+    from ..ops.creation import full
+    return full(shape, value, dtype=dtype)
+
+
+def _ones_like(t):
+    global _ones_like
+    from ..ops.creation import ones_like as _ones_like   # bound once (imports run one way)
+    return _ones_like(t)
+
+
 def _make_grads(outputs, grad_outputs, create_graph):
-    from ..ops.creation import ones_like
     out = []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
@@ -304,7 +319,7 @@ def _make_grads(outputs, grad_outputs, create_graph):
             if not t.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                    f"outputs but got {t.dtype}")
-            g = ones_like(t)
+            g = _ones_like(t)
         elif not isinstance(g, Tensor):
             from ..ops.creation import full_like
             g = full_like(t, g)

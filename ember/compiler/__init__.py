@@ -11,6 +11,12 @@ forward/backward + partition (aot.py) -> passes (passes.py) -> fusion and C code
 (fusion.py, codegen_c.py, build.py) or the numpy backend (Graph.compile_python).
 """
 import functools
+import os
+
+# OpenMP threads of generated kernels sleep between kernels instead of spinning: spinning
+# threads starve NumPy's BLAS threads on the same cores (measured: a GPT training step ran
+# 4x slower with the default spin policy). Must be set before libgomp is first loaded.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from . import config  # noqa: F401
 from .api import CompiledFunction, reset  # noqa: F401

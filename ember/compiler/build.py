@@ -51,8 +51,7 @@ class CompileError(RuntimeError):
 
 
 def _logging_on(topic):
-    topics = os.environ.get("EMBER_LOGS", "")
-    if topic not in topics.split(",") and topic not in topics:
+    if topic not in os.environ.get("EMBER_LOGS", ""):
         return False
     if not log.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler()
@@ -180,8 +179,10 @@ def build_library(source, flags=FLAGS):
 class KernelFn:
     """A loaded kernel. Call as fn(R, N, inputs, strides, outputs): inputs/outputs are NumPy
     arrays whose data pointer is element (0, 0) (views of any stride are fine), strides a
-    sequence of 2 * len(inputs) ints (so_i, sj_i) in elements. Threads: ember's
-    set_num_threads value, read at each call."""
+    sequence of 2 * len(inputs) ints (so_i, sj_i) in elements (pass a tuple: its ctypes array
+    is cached). fn.call_ptrs(R, N, ptrs, strides) takes the raw addresses instead (inputs then
+    outputs), the cheapest path for a runtime that knows its buffers' addresses. Threads:
+    ember.set_num_threads's value, read at each call."""
 
     def __init__(self, kernel, lib, path, name=KERNEL_NAME):
         self.kernel, self.path, self._lib = kernel, path, lib
@@ -191,14 +192,26 @@ class KernelFn:
                        ctypes.c_int)
         fn.restype = None
         self._fn = fn
-        # argument array types, built once; a fresh array per call keeps calls from
-        # several Python threads (ctypes releases the GIL) from sharing one buffer
+        # argument array types, built once; a fresh pointer array per call keeps calls from
+        # several Python threads (ctypes releases the GIL) from sharing one buffer; stride
+        # arrays are only read by C, so one per distinct strides tuple is shared
         self._Ptrs = ctypes.c_void_p * (self.n_in + self.n_out)
         self._Strides = ctypes.c_int64 * max(1, 2 * self.n_in)
+        self._strides = {}
 
     def __call__(self, R, N, inputs, strides, outputs):
-        ptrs = self._Ptrs(*[a.ctypes.data for a in inputs], *[a.ctypes.data for a in outputs])
-        self._fn(R, N, ptrs, self._Strides(*strides), threads._num_threads)
+        self.call_ptrs(R, N, [a.__array_interface__["data"][0] for a in inputs]
+                       + [a.__array_interface__["data"][0] for a in outputs], strides)
+
+    def call_ptrs(self, R, N, ptrs, strides):
+        st = self._strides.get(strides) if type(strides) is tuple else None
+        if st is None:
+            st = self._Strides(*strides)
+            if type(strides) is tuple:
+                if len(self._strides) > 256:
+                    self._strides.clear()
+                self._strides[strides] = st
+        self._fn(R, N, self._Ptrs(*ptrs), st, threads._num_threads)
 
     def __repr__(self):
         return f"<KernelFn {self.kernel.describe()} {os.path.basename(self.path)}>"
@@ -251,6 +264,10 @@ def load_kernels(kernels):
 
 
 def _dlopen(path, source):
+    # libgomp reads its settings when the first kernel loads it. Its idle workers spin for
+    # ~300k iterations (milliseconds) after each parallel region by default, taking the core
+    # from BLAS threads and eager NumPy that run between kernels: spin ~30x less, then sleep.
+    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
     try:
         return ctypes.CDLL(path)
     except OSError:                     # corrupt beyond the hash check: rebuild once

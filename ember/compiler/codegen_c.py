@@ -13,8 +13,17 @@ Shape of the generated code, per row r (rows are split across OpenMP threads):
     per-row outputs: written once
     per-element outputs: one `#pragma omp simd` loop over j computing all of them
 Within a loop every distinct subexpression is one `const` temporary (expressions are hashable
-tuples, so CSE is a dict lookup). A kernel without reductions whose rows are few and long
-(R < 4 * threads, e.g. R == 1) splits each row's j loop across threads instead.
+tuples, so CSE is a dict lookup). A costly element value that several loops of a row need
+(layer_norm's gelu(x): the mean loop, the variance loop, the output loop) is computed once,
+stored in a per-thread row buffer and loaded by the later loops (plan_row_cache). A kernel
+without reductions whose rows are few and long (R < 4 * threads, e.g. R == 1) splits each
+row's j loop across threads instead. Small kernels (R*N < PARALLEL_MIN_ELEMENTS) run on the
+calling thread.
+
+Semantics follow eager ember/torch: max/min reductions and maximum/minimum propagate NaN,
+sign(NaN) = 0, relu keeps NaN, integer div is floor division with x // 0 = 0, pow with a
+constant exponent of 2, 3, 0.5, -0.5, -1, -2 uses torch's fast paths, bool is uint8_t 0/1.
+The transcendentals come from cmath.py (vectorisable); sin, cos and general pow are libm's.
 """
 import math
 
@@ -56,7 +65,9 @@ def c_literal(value, dtype):
         return "1" if value else "0"
     if dtype in ("int32", "int64"):
         v = int(value)
-        return f"INT64_C({v})" if dtype == "int64" else (f"({v})" if v >= 0 else f"(-{-v})")
+        if dtype == "int32":
+            return f"({v})" if v > -2**31 else "INT32_MIN"
+        return f"INT64_C({v})" if v > -2**63 else "INT64_MIN"
     v = float(np.float32(value)) if dtype == "float32" else float(value)
     suffix = "f" if dtype == "float32" else ""
     if math.isnan(v):

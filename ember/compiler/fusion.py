@@ -1,9 +1,517 @@
-"""Fusion (placeholder while the C backend is written)."""
+"""Fusion: group a graph's pointwise ops with their row reductions into Kernels, and run the
+graph as extern calls (matmul, conv, views, anything else) plus one C kernel per group.
+
+A group is one loop nest over a full shape F split into rows (F[:k]) and a row (F[k:]):
+pointwise ops on F, reductions over the row (sum, mean, amax, amin, var), and pointwise ops
+on the per-row results (``var + eps``, ``rsqrt``). So ``layer_norm(gelu(x * w + b))`` or a
+softmax is one kernel that reads x once. A node joins the open group when its shape fits;
+otherwise the group closes (is emitted) and a new one starts. The reason a node did not
+fuse is logged under EMBER_LOGS=fusion. In-place ops and opaque calls close the group.
+"""
+import logging
+
+import numpy as np
+
+from ..core import dtype as D
+from ..dispatch import wrap
+from .kernel import Kernel, Input, Reduction, Output
+from .graph import map_nodes
+
+log = logging.getLogger("ember.compiler")
 
 
 class BackendUnavailable(RuntimeError):
     pass
 
 
+_FLOATS = (D.float32, D.float64)
+_KDT = {D.float32: "float32", D.float64: "float64", D.bool_: "bool", D.int64: "int64",
+        D.int32: "int32"}
+_UNARY = {"neg": "neg", "__neg__": "neg", "abs": "abs", "__abs__": "abs", "exp": "exp",
+          "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "rsqrt": "rsqrt",
+          "reciprocal": "reciprocal", "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf",
+          "sin": "sin", "cos": "cos", "relu": "relu", "sign": "sign", "floor": "floor",
+          "ceil": "ceil", "trunc": "trunc", "square": "square", "logical_not": "logical_not"}
+_BINARY = {"add": "add", "__add__": "add", "__radd__": "add", "sub": "sub", "__sub__": "sub",
+           "mul": "mul", "__mul__": "mul", "__rmul__": "mul", "div": "div",
+           "__truediv__": "div", "true_divide": "div", "divide": "div", "pow": "pow", "__pow__": "pow",
+           "maximum": "maximum", "minimum": "minimum", "gt": "gt", "__gt__": "gt",
+           "lt": "lt", "__lt__": "lt", "ge": "ge", "__ge__": "ge", "le": "le", "__le__": "le",
+           "eq": "eq", "__eq__": "eq", "ne": "ne", "__ne__": "ne", "logical_and": "logical_and",
+           "logical_or": "logical_or", "rsub": "rsub", "__rsub__": "rsub",
+           "__rtruediv__": "rdiv", "__rpow__": "rpow"}
+_COMPARE = {"gt", "lt", "ge", "le", "eq", "ne", "logical_and", "logical_or", "logical_not"}
+_REDUCE = {"sum", "mean", "amax", "amin", "var"}
+
+
+def _base(n):
+    return n.opname.split(".")[-1]
+
+
+def _arg(n, i, name, default=None):
+    if len(n.args) > i:
+        return n.args[i]
+    return n.kwargs.get(name, default)
+
+
+def _is_node(x):
+    return type(x).__name__ == "Node"
+
+
+def classify(n):
+    """("pointwise" | "reduce", reason) or (None, why it cannot fuse)."""
+    if n.kind != "call":
+        return None, n.kind
+    if n.inplace:
+        return None, "in-place op or opaque call"
+    meta = n.meta
+    if meta is None:
+        return None, "no single tensor result"
+    base = _base(n)
+    dt = meta[1]
+    if base in _REDUCE:
+        x = n.args[0] if n.args else None
+        if not _is_node(x) or x.meta is None or x.meta[1] not in _FLOATS or dt not in _FLOATS:
+            return None, "reduction of a non-float tensor"
+        if x.meta[1] is not dt or n.kwargs.get("dtype") is not None:
+            return None, "reduction with a dtype change"
+        return "reduce", None
+    if base in _UNARY or base in _BINARY or base in ("where", "clamp", "clip",
+                                                      "threshold_backward"):
+        if dt not in _FLOATS and dt is not D.bool_:
+            return None, f"result dtype {dt}"
+        if set(n.kwargs) - {"min", "max"}:
+            return None, f"keyword arguments {sorted(n.kwargs)}"
+        for a in n.inputs():
+            if a.meta is None or a.meta[1] not in _KDT:
+                return None, "an input of an unsupported dtype"
+        for a in list(n.args) + list(n.kwargs.values()):
+            if not (_is_node(a) or type(a) in (int, float, bool) or a is None):
+                return None, f"argument of type {type(a).__name__}"
+        return "pointwise", None
+    return None, "not a pointwise op or row reduction"
+
+
+def _reduce_dims(n):
+    """(trailing dims reduced as a split index k, keepdim, correction) or None."""
+    x = n.args[0]
+    nd = len(x.meta[0])
+    dim = _arg(n, 1, "dim")
+    keepdim = _arg(n, 2, "keepdim", False) if _base(n) != "var" else n.kwargs.get(
+        "keepdim", False)
+    correction = 1
+    if _base(n) == "var":
+        if len(n.args) > 2:
+            return None
+        c = n.kwargs.get("correction", None)
+        u = n.kwargs.get("unbiased", None)
+        correction = c if c is not None else (0 if u is False else 1)
+        if set(n.kwargs) - {"correction", "unbiased", "keepdim", "dim"}:
+            return None
+    elif set(n.kwargs) - {"dim", "keepdim"}:
+        return None
+    if dim is None or dim == ():
+        dims = tuple(range(nd))
+    else:
+        dims = (dim,) if type(dim) is int else tuple(dim)
+        dims = tuple(sorted(d % nd for d in dims)) if nd else ()
+    k = nd - len(dims)
+    if dims != tuple(range(k, nd)) or type(keepdim) is not bool:
+        return None
+    return k, keepdim, correction
+
+
+class _Group:
+    def __init__(self, F):
+        self.F = F              # the full shape
+        self.k = None           # rows are F[:k]
+        self.members = []       # nodes, in order
+        self.ids = set()
+        self.row = set()        # ids of per-row members
+
+
+def _row_shapes(F, k):
+    return (tuple(F[:k]) + (1,) * (len(F) - k), tuple(F[:k]))
+
+
+def _fits(g, n, kind):
+    """Can `n` join group `g`? (True, None) or (False, why)."""
+    shape = tuple(n.meta[0])
+    reads_row = any(id(a) in g.row for a in n.inputs())
+    if kind == "reduce":
+        r = _reduce_dims(n)
+        if r is None:
+            return False, "reduction over dims that are not the trailing ones"
+        x = n.args[0]
+        if tuple(x.meta[0]) != g.F:
+            return False, "reduction input shape differs from the group's"
+        if id(x) in g.row:
+            return False, "reduction of a per-row value"
+        if g.k is not None and g.k != r[0]:
+            return False, "reduction over other dims than the group's"
+        return True, None
+    if shape == g.F:
+        if reads_row and g.k is not None:
+            keep, _ = _row_shapes(g.F, g.k)
+            for a in n.inputs():
+                if id(a) in g.row and tuple(a.meta[0]) != keep and g.k != len(g.F):
+                    return False, "reads a per-row value without its kept dims"
+        return True, None
+    if g.k is not None and shape == _row_shapes(g.F, g.k)[0]:
+        for a in n.inputs():
+            if id(a) in g.ids and id(a) not in g.row:
+                return False, "a per-row op reading per-element values"
+        return True, None
+    return False, f"shape {list(shape)} differs from the group's {list(g.F)}"
+
+
+def plan(graph):
+    """Split the graph's nodes into steps: ("node", n) run as is, ("group", _Group)."""
+    steps, g = [], None
+    pending_reads = {}
+
+    def close():
+        nonlocal g
+        if g is not None:
+            steps.append(("group", g))
+            g = None
+
+    for n in graph.nodes:
+        if n.kind != "call":
+            if n.kind in ("getitem", "output") and g is not None:
+                close()
+            steps.append(("node", n))
+            continue
+        kind, why = classify(n)
+        if kind is None:
+            if g is not None and (n.inplace or any(id(a) in g.ids for a in n.inputs())):
+                close()
+            if why not in ("no single tensor result",) and log.isEnabledFor(logging.DEBUG):
+                log.debug("fusion: %s not fused: %s", n.name, why)
+            steps.append(("node", n))
+            continue
+        if g is not None:
+            ok, why = _fits(g, n, kind)
+            if not ok:
+                if log.isEnabledFor(logging.DEBUG):
+                    log.debug("fusion: %s starts a new kernel: %s", n.name, why)
+                close()
+        if g is None:
+            if kind == "reduce":
+                if _reduce_dims(n) is None:
+                    steps.append(("node", n))
+                    continue
+                g = _Group(tuple(n.args[0].meta[0]))
+            else:
+                g = _Group(tuple(n.meta[0]))
+        if kind == "reduce":
+            g.k = _reduce_dims(n)[0]
+            g.row.add(id(n))
+        elif tuple(n.meta[0]) != g.F:
+            g.row.add(id(n))
+        g.members.append(n)
+        g.ids.add(id(n))
+    close()
+    del pending_reads
+    return steps
+
+
+def _used_outside(graph, steps):
+    """ids of group members read by anything outside their group (or returned)."""
+    owner = {}
+    for i, (kind, x) in enumerate(steps):
+        if kind == "group":
+            for m in x.members:
+                owner[id(m)] = i
+    used = set()
+    for i, (kind, x) in enumerate(steps):
+        nodes = x.members if kind == "group" else [x]
+        for n in nodes:
+            for a in n.inputs():
+                if id(a) in owner and owner[id(a)] != i:
+                    used.add(id(a))
+    return used
+
+
+def build_kernel(g, outside):
+    """The Kernel of group `g`, with its input nodes and output member nodes."""
+    F, k = g.F, g.k if g.k is not None else max(len(g.F) - 1, 0)
+    g.k = k
+    inputs, in_nodes, in_index = [], [], {}
+    reductions, red_index, exprs = [], {}, {}
+
+    def load(a, per_row):
+        key = id(a)
+        if key not in in_index:
+            shape = tuple(a.meta[0])
+            st = _traced_strides(a, F, k)
+            outer = "zero" if st is not None and st[0] == 0 else "any"
+            inner = "zero" if st is not None and st[1] == 0 else \
+                "one" if st is not None and st[1] == 1 else "any"
+            if st is None:                    # will be made contiguous at run time
+                outer, inner = ("zero" if _row_only(shape, F, k) == "none" else "any"), "one"
+            in_index[key] = len(inputs)
+            inputs.append(Input(_KDT[a.meta[1]], outer, inner))
+            in_nodes.append(a)
+        return ("load", in_index[key])
+
+    def val(a, dt, per_row=False):
+        if _is_node(a):
+            e = exprs.get(id(a))
+            if e is None:
+                e = load(a, per_row)
+            adt = _KDT[a.meta[1]]
+            return e if adt == dt else ("call", "cast", dt, e)
+        return ("const", a, dt)
+
+    def reduce(op, expr, dt):
+        """The row value of reduction (op, expr): an identical one is computed once (the
+        mean of a layer norm and the first pass of its variance)."""
+        r = Reduction(op, expr, dt)
+        if r not in reductions:
+            reductions.append(r)
+        return ("row", reductions.index(r))
+
+    for n in g.members:
+        base = _base(n)
+        dt = _KDT[n.meta[1]]
+        if base in _REDUCE:
+            kk, keepdim, corr = _reduce_dims(n)
+            x = val(n.args[0], dt)
+            if base in ("sum", "mean"):
+                r = reduce("sum", x, dt)
+                exprs[id(n)] = r if base == "sum" else ("call", "div", dt, r, ("n", dt))
+            elif base in ("amax", "amin"):
+                exprs[id(n)] = reduce("max" if base == "amax" else "min", x, dt)
+            else:   # var: mean, then the mean of squared deviations
+                mean = ("call", "div", dt, reduce("sum", x, dt), ("n", dt))
+                dev = ("call", "sub", dt, x, mean)
+                r = reduce("sum", ("call", "mul", dt, dev, dev), dt)
+                denom = ("call", "sub", dt, ("n", dt), ("const", corr, dt))
+                exprs[id(n)] = ("call", "div", dt, r, denom)
+            continue
+        exprs[id(n)] = _pointwise_expr(n, base, dt, val)
+    outputs, out_nodes = [], []
+    for n in g.members:
+        if id(n) in outside:
+            per_row = id(n) in g.row
+            outputs.append(Output(exprs[id(n)], _KDT[n.meta[1]], per_row))
+            out_nodes.append(n)
+    kernel = Kernel(tuple(inputs), tuple(reductions), tuple(outputs),
+                    ops=tuple(f"{n.name} = {n.opname}" for n in g.members))
+    return kernel, in_nodes, out_nodes
+
+
+def _pointwise_expr(n, base, dt, val):
+    args = n.args
+    if base in _UNARY:
+        return ("call", _UNARY[base], dt, val(args[0], dt))
+    if base == "threshold_backward":       # g where result > 0
+        r = val(args[1], _KDT[args[1].meta[1]])
+        rdt = _KDT[args[1].meta[1]]
+        return ("call", "where", dt, ("call", "gt", "bool", r, ("const", 0, rdt)),
+                val(args[0], dt), ("const", 0, dt))
+    if base == "where":
+        return ("call", "where", dt, val(args[0], "bool"), val(args[1], dt), val(args[2], dt))
+    if base in ("clamp", "clip"):
+        e = val(args[0], dt)
+        lo, hi = _arg(n, 1, "min"), _arg(n, 2, "max")
+        if lo is not None:
+            e = ("call", "maximum", dt, e, val(lo, dt))
+        if hi is not None:
+            e = ("call", "minimum", dt, e, val(hi, dt))
+        return e
+    op = _BINARY[base]
+    a, b = args[0], args[1]
+    if op in ("rsub", "rdiv", "rpow"):
+        a, b, op = b, a, {"rsub": "sub", "rdiv": "div", "rpow": "pow"}[op]
+    cdt = dt
+    if op in _COMPARE:
+        cdt = _common(a, b)
+    return ("call", op, dt, val(a, cdt), val(b, cdt))
+
+
+def _common(a, b):
+    dts = [x.meta[1] for x in (a, b) if _is_node(x)]
+    if any(d is D.float64 for d in dts):
+        return "float64"
+    if any(d is D.float32 for d in dts):
+        return "float32"
+    if all(d is D.bool_ for d in dts) and all(_is_node(x) or type(x) is bool for x in (a, b)):
+        return "bool"
+    if any(type(x) is float for x in (a, b)):
+        return "float32"
+    return _KDT[dts[0]] if dts else "float32"
+
+
+def _row_only(shape, F, k):
+    """'none' when `shape` broadcast to F varies only along rows."""
+    s = (1,) * (len(F) - len(shape)) + tuple(shape)
+    return "none" if all(x == 1 for x in s[k:]) else "row"
+
+
+def _collapse(shape, strides, F, k):
+    """(so, sj) in elements for an array broadcast to F, or None if not expressible."""
+    nd = len(F)
+    s = (1,) * (nd - len(shape)) + tuple(shape)
+    st = (0,) * (nd - len(strides)) + tuple(strides)
+    st = [0 if s[i] == 1 else st[i] for i in range(nd)]
+
+    def one(dims):
+        dims = [d for d in dims if F[d] != 1]
+        if not dims:
+            return 0
+        for a, b in zip(dims, dims[1:]):
+            if st[a] != st[b] * F[b]:
+                return None
+        return st[dims[-1]]
+    so, sj = one(range(k)), one(range(k, nd))
+    if so is None or sj is None:
+        return None
+    return so, sj
+
+
+def _traced_strides(a, F, k):
+    shape, strides = a.meta[0], a.meta[2]
+    item = np.dtype(a.meta[1].np).itemsize if a.meta[1].np is not None else 1
+    return _collapse(shape, [s // item for s in strides], F, k)
+
+
+class KernelStep:
+    """Runs one fused kernel on tensors: strides from the arrays, outputs allocated here."""
+
+    def __init__(self, fn, kernel, k, out_specs, out_dtypes):
+        self.fn, self.kernel, self.k = fn, kernel, k
+        self.out_specs = out_specs          # per output: "full", "row_keep" or "row"
+        self.out_dtypes = out_dtypes
+        self.promises = [(i.outer, i.inner) for i in kernel.inputs]
+
+    def __call__(self, *tensors):
+        arrays = [t._data for t in tensors]
+        F = np.broadcast_shapes(*[a.shape for a in arrays]) if arrays else ()
+        k = self.k
+        if len(F) < len(self.fullshape):
+            F = tuple(self.fullshape)
+        R = int(np.prod(F[:k])) if k else 1
+        N = int(np.prod(F[k:])) if len(F) > k else 1
+        strides, ready = [], []
+        for a, (po, pi) in zip(arrays, self.promises):
+            st = _collapse(a.shape, [s // a.itemsize for s in a.strides], F, k)
+            if st is None or (pi == "one" and st[1] != 1 and N > 1) or \
+                    (pi == "zero" and st[1] != 0) or (po == "zero" and st[0] != 0):
+                a = np.ascontiguousarray(np.broadcast_to(a, F)) if po != "zero" else \
+                    np.ascontiguousarray(np.broadcast_to(a, F[:k] + (1,) * (len(F) - k)))
+                st = _collapse(a.shape, [s // a.itemsize for s in a.strides], F, k)
+                if pi == "one" and st[1] != 1 and N > 1:
+                    st = (st[0], 1)
+            ready.append(a)
+            strides.extend(st)
+        outs = []
+        for spec, dt in zip(self.out_specs, self.out_dtypes):
+            shape = F if spec == "full" else (F[:k] + (1,) * (len(F) - k) if spec ==
+                                               "row_keep" else F[:k])
+            outs.append(np.empty(shape, dt.np))
+        self.fn(R, N, ready, tuple(strides), outs)
+        return tuple(wrap(o, dt) for o, dt in zip(outs, self.out_dtypes))
+
+
 def compile_graph(graph, variant, options):
-    raise BackendUnavailable("not built yet")
+    """Python function ``run(inputs, lifted)`` executing `graph` with fused C kernels."""
+    from . import build
+    steps = plan(graph)
+    outside = _used_outside(graph, steps)
+    out = graph.output()
+    if out is not None:
+        map_nodes(out.args, lambda x: outside.add(id(x)))
+    groups = [x for kind, x in steps if kind == "group"]
+    built = [build_kernel(g, outside) for g in groups]
+    # a group whose values nobody reads outside has no outputs: drop it
+    kernels = [b[0] for b in built if b[0].outputs]
+    if kernels:
+        try:
+            fns = build.load_kernels(kernels)
+        except build.CompilerUnavailable as e:
+            raise BackendUnavailable(str(e)) from None
+    else:
+        fns = []
+    fn_of = dict(zip(kernels, fns))
+    env, body = {}, []
+    kidx = 0
+    for kind, x in steps:
+        if kind == "node":
+            n = x
+            if n.kind == "input":
+                body.append(f"    {n.name} = inputs[{n.index}]")
+            elif n.kind == "lifted":
+                body.append(f"    {n.name} = lifted[{n.index}]")
+            elif n.kind == "getitem":
+                body.append(f"    {n.name} = {n.args[0].name}[{n.index}]")
+            elif n.kind == "call":
+                from .graph import _fmt
+                key = f"_f_{n.name}"
+                env[key] = n.target
+                args = [_fmt(a, env) for a in n.args]
+                args += [f"{k}={_fmt(v, env)}" for k, v in n.kwargs.items()]
+                body.append(f"    {n.name} = {key}({', '.join(args)})")
+            elif n.kind == "output":
+                from .graph import _fmt
+                body.append(f"    return {_fmt(n.args[0], env)}")
+            continue
+        kernel, in_nodes, out_nodes = built[groups.index(x)]
+        if not kernel.outputs:
+            continue
+        specs = []
+        for m in out_nodes:
+            if id(m) not in x.row:
+                specs.append("full")
+            else:
+                keep, flat = _row_shapes(x.F, x.k)
+                specs.append("row_keep" if tuple(m.meta[0]) == keep else "row")
+        step = KernelStep(fn_of[kernel], kernel, x.k, specs, [m.meta[1] for m in out_nodes])
+        step.fullshape = x.F
+        key = f"_k{kidx}"
+        kidx += 1
+        env[key] = step
+        lhs = ", ".join(m.name for m in out_nodes) + ","
+        body.append(f"    {lhs} = {key}({', '.join(a.name for a in in_nodes)})")
+        variant.kernels.append(f"{key}: {kernel.describe()} fusing "
+                               + ", ".join(m.opname.split('.')[-1] for m in x.members))
+    src = "def run(inputs, lifted):\n" + ("\n".join(body) or "    pass")
+    exec(compile(src, "<ember fused graph>", "exec"), env)
+    run = env["run"]
+    run.source = src
+    if not hasattr(variant, "kernel_sources"):
+        variant.kernel_sources = []
+    from .codegen_c import generate
+    for i, kern in enumerate(kernels):
+        variant.kernel_sources.append(generate(kern, f"kernel_{i}"))
+    variant.planned_peak_bytes = _planned_peak(graph, steps)
+    return run
+
+
+def _planned_peak(graph, steps):
+    """Peak bytes of intermediate values alive at once, freed after their last use."""
+    order, last_use, size = [], {}, {}
+    for i, (kind, x) in enumerate(steps):
+        nodes = x.members if kind == "group" else [x]
+        for n in nodes:
+            for a in n.inputs():
+                last_use[id(a)] = i
+            if n.kind == "call" and n.meta is not None and n.meta[1].np is not None:
+                size[id(n)] = int(np.prod(n.meta[0])) * np.dtype(n.meta[1].np).itemsize
+                order.append((i, id(n)))
+    out = graph.output()
+    if out is not None:
+        map_nodes(out.args, lambda x: last_use.__setitem__(id(x), len(steps)))
+    live, peak, cur = {}, 0, 0
+    by_step = {}
+    for i, nid in order:
+        by_step.setdefault(i, []).append(nid)
+    for i in range(len(steps)):
+        for nid in by_step.get(i, ()):
+            live[nid] = size[nid]
+            cur += size[nid]
+        peak = max(peak, cur)
+        for nid in [n for n in live if last_use.get(n, -1) <= i]:
+            cur -= live.pop(nid)
+    return peak

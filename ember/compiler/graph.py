@@ -12,11 +12,15 @@ Each node's `meta` is (shape, dtype, strides) of the value it had when traced, a
 the user's file:line that made it. `python_source()` prints the graph as a function;
 `compile_python()` turns the same source into the replay function of the numpy backend.
 """
+import builtins
 import itertools
 import keyword
 import re
 
 from ..core.tensor import Tensor
+
+
+_RESERVED = set(dir(builtins)) | {"ember", "self", "inputs", "lifted", "F"}
 
 
 class Node:
@@ -66,7 +70,7 @@ class Graph:
 
     def _unique(self, base):
         base = re.sub(r"\W", "_", base).strip("_") or "v"
-        if base[0].isdigit() or keyword.iskeyword(base) or base in ("ember", "self"):
+        if base[0].isdigit() or keyword.iskeyword(base) or base in _RESERVED:
             base = "_" + base
         name = base
         for i in itertools.count(1):

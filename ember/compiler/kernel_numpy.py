@@ -43,7 +43,8 @@ def _pow(a, b, bexpr):
     return np.power(a, b)
 
 
-def _floordiv(a, b):
+def _div(a, b):
+    """True division for floats; NumPy's floor division for ints, with x // 0 = 0."""
     if a.dtype.kind == "f":
         return a / b
     safe = np.where(b == 0, 1, b)
@@ -65,7 +66,7 @@ UNARY = {
     "square": lambda a: a * a, "logical_not": lambda a: a == 0, "isnan": np.isnan,
 }
 BINARY = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _floordiv,
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "div": _div,
     "maximum": np.maximum, "minimum": np.minimum, "gt": np.greater, "ge": np.greater_equal,
     "lt": np.less, "le": np.less_equal, "eq": np.equal, "ne": np.not_equal,
     "logical_and": lambda a, b: (a != 0) & (b != 0),

@@ -20,7 +20,7 @@ import sys
 
 from ..core.tensor import Tensor, data_access_hooks
 from ..autograd.grad_mode import state
-from ..ops.registry import OpDef, FUNCTIONS
+from ..ops.registry import OpDef, FUNCTIONS, METHODS
 from .graph import Graph, map_nodes
 
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -183,6 +183,9 @@ class Tracer:
         method = not (isinstance(op, OpDef) and FUNCTIONS.get(name) is not None
                       and not inplace) and name not in _OPAQUE and not name.startswith(
                           ("ember.", "F."))
+        if isinstance(op, OpDef) and FUNCTIONS.get(name) is None and not inplace and \
+                METHODS.get(name) is None:
+            method, name = False, "ember.ops." + name      # an op with no public function
         opname = name if method or name.startswith(("ember.", "optimizer.", "F.")) \
             else "ember." + name
         node = self.graph.add("call", name.split(".")[-1].strip("_") or "op", target=fn,

@@ -135,11 +135,62 @@ def celu(input, alpha=1.0, inplace=False):
 def gelu(input, approximate="none"):
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
     if approximate == "none":
+        if _gelu_fused_ok(input):
+            return _gelu_fused(input)
         return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
     if approximate == "tanh":
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
         return input * 0.5 * (1.0 + inner.tanh())
     raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+# gelu's eager fast path: with no dispatch mode active (tracers and profilers see the
+# composition above), float32/float64 gelu is computed in NumPy and records one node whose
+# backward, in ember ops, is g * (Phi(x) + x * phi(x)). Phi(x) is kept from the forward;
+# while the backward itself is recorded (create_graph) it is recomputed in ember ops from x,
+# so double backward sees its dependence on x.
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_fused_ok(input):
+    from ..autograd.grad_mode import state
+    return (not state.modes and not _amp.autocast_enabled and isinstance(input, ember.Tensor)
+            and input.dtype in (ember.float32, ember.float64))
+
+
+def _gelu_grad(g, self, cdf):
+    from ..autograd.grad_mode import state
+    if state.enabled:
+        cdf = (self * _SQRT1_2).erf() * 0.5 + 0.5
+    pdf = (self * self * -0.5).exp() * _INV_SQRT_2PI
+    return g * (cdf + self * pdf)
+
+
+def _gelu_fused(input):
+    from ..autograd.grad_mode import state
+    from ..autograd import graph
+    from ..dispatch import wrap
+    from ..ops.pointwise import _erf_kernel
+    a = input._data
+    cdf = _erf_kernel(np, a * a.dtype.type(_SQRT1_2))
+    if cdf.dtype != a.dtype or not cdf.flags.writeable:
+        cdf = cdf.astype(a.dtype)
+    np.multiply(cdf, 0.5, out=cdf)
+    np.add(cdf, 0.5, out=cdf)
+    res = wrap(a * cdf, input.dtype)
+    if state.enabled and input._requires_grad:
+        graph.record(_GELU, (input,), res, {"cdf": wrap(cdf, input.dtype)})
+    return res
+
+
+def _make_gelu_op():
+    from ..ops.registry import OpDef, EXTERN
+    return OpDef("gelu", EXTERN, attrs={"cdf": None}, grads={"self": _gelu_grad},
+                 node_name="GeluBackward0")
+
+
+_GELU = _make_gelu_op()
 
 
 def silu(input, inplace=False):
@@ -318,7 +369,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
             padding_idx = n + padding_idx
     if input.numel():
-        idx = input.detach().numpy()      # index checks and counts are data, not math
+        # the bounds check reads the indices directly (a compiler trace does not break on
+        # it: it only raises); the per-index counts shape the result, so they read via
+        # numpy(), which a trace sees as a graph break
+        idx = input.detach().numpy() if scale_grad_by_freq else input._data
         if idx.min() < 0 or idx.max() >= n:
             raise IndexError("index out of range in self")
     if max_norm is not None:
@@ -479,14 +533,13 @@ from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gum
 def _seam_functions():
     import sys
     from ..dispatch import with_mode_seam
-    names = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+    names = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
              "conv_transpose3d", "unfold", "fold", "max_pool1d", "max_pool2d", "max_pool3d",
              "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
              "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
              "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d",
              "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad",
-             "grid_sample", "affine_grid", "embedding", "embedding_bag", "nll_loss",
-             "cross_entropy", "ctc_loss", "multi_head_attention_forward",
+             "grid_sample", "affine_grid", "embedding_bag", "ctc_loss", "multi_head_attention_forward",
              "multilabel_margin_loss", "multi_margin_loss", "pixel_shuffle", "pixel_unshuffle")
     here = sys.modules[__name__]
     for name in names:

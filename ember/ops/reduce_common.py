@@ -10,6 +10,8 @@
   (var_mean, aminmax);
 - `write_out`: the `out=` argument for one tensor or a tuple of them.
 """
+import math
+
 import numpy as np
 
 from ..core import dtype as D
@@ -43,8 +45,8 @@ def axis(ds, ndim):
 def reduced_count(shape, ds):
     """How many elements each output element reduces over."""
     if ds is None:
-        return int(np.prod(shape, dtype=np.int64))
-    return int(np.prod([shape[d] for d in ds], dtype=np.int64)) if shape else 1
+        return math.prod(shape)
+    return math.prod([shape[d] for d in ds]) if shape else 1
 
 
 def kernel_dtype(dt):

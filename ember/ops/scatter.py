@@ -33,7 +33,8 @@ def _bounds(idx, size, dim, exc=RuntimeError, prefix="", negative=False):
 
 
 def _zeros(shape, dt):
-    return wrap(np.zeros(shape, dt.np), dt)
+    from . import creation       # the registered op, so a compiler trace records it
+    return creation.zeros(shape, dtype=dt)
 
 
 def _pad_to(t, shape):

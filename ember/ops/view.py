@@ -50,6 +50,13 @@ def _scatter_kernel(g, shape, view_fn, disjoint=False):
 
 def _view_scatter(g, shape, view_fn, disjoint=False):
     """The adjoint of a view: a zero tensor of `shape` with `g` summed into the viewed places."""
+    if state.modes:     # a compiler trace records it as one call
+        from ..dispatch import call_mode
+        return call_mode("view_scatter", _view_scatter_impl, (g, shape, view_fn, disjoint), {})
+    return _view_scatter_impl(g, shape, view_fn, disjoint)
+
+
+def _view_scatter_impl(g, shape, view_fn, disjoint=False):
     from ..dispatch import wrap
     out = wrap(_scatter_kernel(g._data, tuple(shape), view_fn, disjoint), g.dtype)
     if state.enabled and g._requires_grad:
@@ -58,6 +65,13 @@ def _view_scatter(g, shape, view_fn, disjoint=False):
 
 
 def _gather(g, view_fn):
+    if state.modes:
+        from ..dispatch import call_mode
+        return call_mode("view_gather", _gather_impl, (g, view_fn), {})
+    return _gather_impl(g, view_fn)
+
+
+def _gather_impl(g, view_fn):
     from ..dispatch import wrap
     out = wrap(np.ascontiguousarray(view_fn(g._data)), g.dtype)
     if state.enabled and g._requires_grad:
@@ -82,6 +96,8 @@ def _grad_of_disjoint_view(g, shape, view_fn):
     if adjoint is not None:
         # a permutation of dims (transpose, t, permute): its gradient is the inverse
         # permutation of g, itself a view — no copy, and differentiable again
+        if state.modes:     # the public op, so a compiler trace records it
+            return g.permute(adjoint.dims)
         return apply_view(_PERMUTE, g, adjoint)
     return _view_scatter(g, shape, view_fn, disjoint=True)
 
@@ -101,6 +117,7 @@ def _permutation(dims):
     fn = (lambda a: a.transpose(dims))
     inv = (lambda a: a.transpose(inverse))
     fn.adjoint, inv.adjoint = inv, fn
+    fn.dims, inv.dims = dims, inverse
     return fn
 
 
@@ -181,11 +198,24 @@ def view(self, *shape, dtype=None):
         return _view_dtype(self, dtype)
     shape = S.infer_size(_shape_arg(shape), self._data.size)
     arr = self._data
-    if not _reshape_ok(arr) and S.view_strides(arr.shape, self.stride(), shape) is None:
+    if _reshape_ok(arr):
+        ok = True
+    elif _nocopy_reshape_ok(arr, shape):
+        ok = np.may_share_memory(arr.reshape(shape), arr)   # a copy shares nothing
+    else:
+        ok = S.view_strides(arr.shape, self.stride(), shape) is not None
+    if not ok:
         raise RuntimeError("view size is not compatible with input tensor's size and stride "
                            "(at least one dimension spans across two contiguous subspaces). "
                            "Use .reshape(...) instead.")
     return apply_view(_VIEW, self, lambda a: _view_arr(a, shape))
+
+
+def _nocopy_reshape_ok(a, shape):
+    """True when NumPy's reshape of `a` to `shape` is a view with PyTorch's strides: it is
+    a view whenever one exists, and with no size-1 dims on either side the view's strides
+    are the only possible ones (size-1 dims are where NumPy and PyTorch may differ)."""
+    return a.size and 1 not in a.shape and 1 not in shape
 
 
 def _elem_strides(a):
@@ -201,6 +231,10 @@ def _reshape_ok(a):
 def _view_arr(a, shape):
     if _reshape_ok(a):
         return a.reshape(shape)
+    if _nocopy_reshape_ok(a, shape):
+        r = a.reshape(shape)
+        if np.may_share_memory(r, a):    # NumPy copies only where no view exists
+            return r
     return strided_view(a, shape, S.view_strides(a.shape, _elem_strides(a), shape))
 
 
@@ -219,9 +253,13 @@ def reshape(self, *shape):
     """Like ``view`` when the strides allow it, else a contiguous copy."""
     shape = S.infer_size(_shape_arg(shape), self._data.size)
     arr = self._data
-    if _reshape_ok(arr) or S.view_strides(arr.shape, self.stride(), shape) is not None:
+    if _reshape_ok(arr):
         return view(self, shape)
-    return view(self.contiguous(), shape)
+    if _nocopy_reshape_ok(arr, shape):
+        viewable = np.may_share_memory(arr.reshape(shape), arr)
+    else:
+        viewable = S.view_strides(arr.shape, self.stride(), shape) is not None
+    return view(self if viewable else self.contiguous(), shape)
 
 
 def view_as(self, other):

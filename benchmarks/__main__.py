@@ -9,7 +9,7 @@ import sys
 from . import harness
 
 WORKLOADS = ["op_overhead", "mlp_train", "cnn_train", "gpt_train", "pointwise", "gpt_infer",
-             "matmul", "memory"]
+             "matmul", "memory", "pointwise_compiled", "gpt_train_compiled", "compile_time"]
 
 
 def run_training(name, threads, torch, ember):
@@ -57,6 +57,45 @@ def run_memory(threads):
           f"torch {peaks['torch']:10.1f} MiB      torch/ember {ratio:5.2f}x", flush=True)
     return [("memory", "peak RSS, gpt_train 20 steps", 1, peaks["ember"], peaks["torch"], ratio,
              "MiB", 0.0)]
+
+
+COMPILE_SCRIPT = """
+import sys, time
+t0 = time.perf_counter()
+lib = sys.argv[1]
+if lib == "torch":
+    import torch
+else:
+    import ember as torch
+from benchmarks.train_workloads import gpt_train_compiled
+t1 = time.perf_counter()
+gpt_train_compiled(torch)      # builds the model and runs (compiles) two steps
+t2 = time.perf_counter()
+print(t2 - t1)
+"""
+
+
+def run_compile_time(threads):
+    """Seconds to build the GPT model and run its first two compiled training steps, in a
+    fresh process: ember with an empty kernel cache (cold), ember again with that cache
+    (warm), torch.compile (cold, its own caches as they are)."""
+    import subprocess
+    import tempfile
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    secs = {}
+    with tempfile.TemporaryDirectory() as cache:
+        env = dict(os.environ, EMBER_CACHE_DIR=cache)
+        for key, lib in (("cold", "ember"), ("warm", "ember"), ("torch", "torch")):
+            out = subprocess.run([sys.executable, "-c", COMPILE_SCRIPT, lib], capture_output=True,
+                                 text=True, check=True, cwd=root, env=env)
+            secs[key] = float(out.stdout.strip().splitlines()[-1])
+    rows = [("compile_time", "gpt_train: ember cold vs torch.compile", 1, secs["cold"],
+             secs["torch"], secs["torch"] / secs["cold"], "s", 0.0),
+            ("compile_time", "gpt_train: ember warm (disk cache) vs torch.compile", 1,
+             secs["warm"], secs["torch"], secs["torch"] / secs["warm"], "s", 0.0)]
+    for r in rows:
+        print(f"{r[0]:12s} {r[1]:34s} ember {r[3]:10.2f} torch {r[4]:10.2f} s", flush=True)
+    return rows
 
 
 def run_workload(name, threads, torch, ember):
@@ -139,6 +178,9 @@ def main(argv=None):
     for name in args.names or WORKLOADS:
         if name == "memory":
             rows.extend(run_memory(1))
+            continue
+        if name == "compile_time":
+            rows.extend(run_compile_time(1))
             continue
         for th in args.threads:
             rows.extend(run_workload(name, th, torch, ember))

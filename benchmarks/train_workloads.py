@@ -96,6 +96,43 @@ def pointwise(torch):
     return fwd
 
 
+def _compile(torch, fn):
+    """ember.compile (C backend) or torch.compile (inductor) — the same call for both."""
+    return torch.compile(fn)
+
+
+def pointwise_compiled(torch):
+    F = torch.nn.functional
+    torch.manual_seed(0)
+    x, w, b = torch.randn(4096, 1024), torch.randn(1024), torch.randn(1024)
+    f = _compile(torch, lambda x, w, b: F.layer_norm(F.gelu(x * w + b), (1024,)))
+
+    def fwd():
+        with torch.no_grad():
+            f(x, w, b)
+    fwd()      # compile outside the timing
+    return fwd
+
+
+def gpt_train_compiled(torch):
+    gpt = _gpt_module(torch)
+    torch.manual_seed(0)
+    model = gpt.GPT(vocab_size=256, block_size=64, n_layer=4, n_head=4, n_embd=128)
+    cmodel = _compile(torch, model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    x = torch.randint(256, (16, 64))
+    y = torch.randint(256, (16, 64))
+
+    def step():
+        _, loss = cmodel(x, y)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    step()
+    step()
+    return step
+
+
 # name: (builder, units of work per call, unit, work label)
 CASES = {
     "mlp_train": (mlp_train, 1, "steps/s"),
@@ -103,4 +140,6 @@ CASES = {
     "gpt_train": (gpt_train, 16 * 64, "tokens/s"),
     "gpt_infer": (gpt_infer, 64, "tokens/s"),
     "pointwise": (pointwise, None, "ms"),
+    "pointwise_compiled": (pointwise_compiled, None, "ms"),
+    "gpt_train_compiled": (gpt_train_compiled, 16 * 64, "tokens/s"),
 }

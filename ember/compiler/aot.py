@@ -22,6 +22,41 @@ _RECOMPUTE = {"neg", "abs", "relu", "sigmoid", "tanh", "exp", "mul", "add", "sub
               "expand", "unsqueeze", "squeeze", "transpose", "t", "permute", "T"}
 
 
+def _cheap(n):
+    return n.kind == "call" and not n.inplace and n.opname.split(".")[-1] in _RECOMPUTE
+
+
+def _choose_recompute(saved, fwd_ids, max_chain=8):
+    """Saved values to recompute in the backward instead: a cheap pointwise/view value whose
+    chain of cheap producers reaches only values that stay saved (or lifted tensors) is
+    dropped from the saved set, and the chain is recomputed (a greedy min-cut)."""
+    keep = {id(n): n for n in saved}
+    chosen = {}
+    for s in reversed(saved):
+        if not _cheap(s):
+            continue
+        chain, ok, stack, seen = [], True, [s], set()
+        while stack and ok:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            chain.append(n)
+            for i in n.inputs():
+                if i.kind == "lifted" or (id(i) in keep and i is not s) or id(i) in chosen:
+                    continue
+                if id(i) in fwd_ids and _cheap(i) and len(chain) < max_chain:
+                    stack.append(i)
+                else:
+                    ok = False
+                    break
+        if ok:
+            del keep[id(s)]
+            for n in chain:
+                chosen[id(n)] = n
+    return list(chosen.values())
+
+
 def extract(nodes, inputs, output, name_map=None):
     """A new Graph of `nodes` (in order) where the nodes in `inputs` become input nodes,
     lifted nodes referenced are copied, and `output` (a structure of nodes) is returned."""
@@ -83,21 +118,10 @@ def partition(joint, n_user_inputs, flat_outputs, tangents, grads):
         return out
 
     saved = needed_from_fwd(bwd)
-    # recompute cheap pointwise/view values whose own inputs are saved anyway (or lifted)
-    recomputed = []
-    changed = True
-    while changed:
-        changed = False
-        saved_ids = {id(s) for s in saved}
-        for s in list(saved):
-            if s.kind == "call" and not s.inplace and s.opname.split(".")[-1] in _RECOMPUTE:
-                ins = s.inputs()
-                if ins and all(id(i) in saved_ids or i.kind == "lifted" for i in ins) and \
-                        not any(id(i) == id(s) for i in ins):
-                    saved.remove(s)
-                    recomputed.append(s)
-                    changed = True
-                    break
+    recomputed = _choose_recompute(saved, fwd_ids)
+    recomputed_ids = {id(n) for n in recomputed}
+    saved = [n for n in saved if id(n) not in recomputed_ids]
+    # what the recomputed nodes read must be saved (it is: the anchors were saved already)
     order = {id(n): i for i, n in enumerate(joint.nodes)}
     recomputed.sort(key=lambda n: order[id(n)])
     bwd_nodes = recomputed + bwd
@@ -120,7 +144,7 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
         def forward(ctx, *tensors):
             inputs = tensors[:n_inputs]
             outs, saved = fwd_run(list(inputs))
-            ctx.saved = saved
+            ctx.save_for_backward(*saved)
             nondiff = [o for o, (shape, dt, rg) in zip(outs, out_meta)
                        if isinstance(o, Tensor) and not rg]
             if nondiff:
@@ -133,8 +157,7 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
             for g, (shape, dt, rg) in zip(grad_outputs, out_meta):
                 if rg:
                     tangents.append(g if g is not None else zeros(shape, dtype=dt))
-            saved, ctx.saved = ctx.saved, None
-            grads = bwd_run(list(saved) + tangents)
+            grads = bwd_run(list(ctx.saved_tensors) + tangents)
             result = [None] * (n_inputs + len(lifted_diff))
             for k, g in enumerate(grads):
                 pos = diff_positions[k] if k < n_diff_inputs else n_inputs + k - n_diff_inputs

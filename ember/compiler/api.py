@@ -306,7 +306,7 @@ class CompiledFunction:
         passes.run_pipeline(bwd_g)
         v.graphs["forward"], v.graphs["backward"] = fwd_g, bwd_g
         v.saved = [f"{n.name}: {n.meta[1].name if n.meta else '?'}"
-                   f"{list(n.meta[0]) if n.meta else ''}" for n in saved]
+                   f"{list(n.meta[0]) if n.meta else ''}" for n in fwd_g.output().args[0][1]]
         v.recomputed = recomputed
         fwd_fn, bwd_fn = self._backend(fwd_g, v), self._backend(bwd_g, v)
         fwd_lifted = [n.target for n in fwd_g.lifted()]

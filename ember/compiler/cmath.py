@@ -9,17 +9,19 @@ loops with plain `-O3 -march=native` (plus -fno-math-errno, which only drops err
 Every function handles NaN (propagated), +-inf, overflow to inf, underflow to 0 (through
 subnormals for exp) and -0.0 like NumPy does. Polynomials: Taylor series for exp/expm1/log (the
 reduced ranges are small), weighted least-squares fits on Chebyshev nodes against mpmath for
-erf (a rational for float32, chosen for speed: 2.6x faster than exp-based forms).
+erf; float32 tanh and erf are single rationals x P(x^2)/Q(x^2), chosen for speed: no exp, so a
+loop of them is memory-bound (2-2.6x faster than the exp-based forms, a few ulp less exact).
 
-Measured max error (float32 against float64 NumPy/SciPy; float64 against NumPy/SciPy, so one ulp
-of it is the reference's own error), sweeping +-1e-44..1e38 / +-1e-320..1e308 log-spaced plus
-uniform grids on [0, 10] and [0, 800] and the specials (tests/compiler/test_cmath.py asserts
-these bounds + 1 ulp of headroom):
-    float32: exp 0.9, log 0.8, log1p 1.5, expm1 1.3, tanh 2.1, sigmoid 2.4, erf 4.5 ulp (relative 3e-7)
+Measured max error (float32 against float64 NumPy/SciPy; float64 against long-double NumPy, erf
+against SciPy's float64 erf, whose own error is part of the figure), sweeping +-1e-44..1e38 /
++-1e-320..1e308 log-spaced plus uniform grids on [0, 10] and [0, 800] and the specials
+(tests/compiler/test_cmath.py asserts these bounds + 1 ulp of headroom):
+    float32: exp 0.9, log 0.8, log1p 1.5, expm1 1.3, tanh 4.5, sigmoid 2.4, erf 4.5 ulp
+             (tanh and erf: relative error <= 3e-7)
     float64: exp 1, log 1, log1p 1, expm1 2, tanh 3, sigmoid 4, erf 3 ulp
 (sigmoid keeps subnormal results for x < -87 / -709 where 1/(1+exp(-x)) overflows to 0.)
-sin, cos and pow stay libm calls
-(correct but scalar: a loop using them is not vectorised).
+sin, cos and pow (other than its constant-exponent fast paths) stay libm calls: correct, but a
+loop using them is not vectorised.
 """
 import math
 
@@ -172,12 +174,17 @@ static inline double em_expm1(double x) {
     return x == 0.0 ? x : y;
 }
 
-/* tanh|x| = e/(e+2), e = expm1(2|x|), saturating at |x| = 9 (float) / 20 (double). */
+/* tanh, float: one rational x P(x^2)/Q(x^2) on |x| <= 8 (8e-9 relative in exact arithmetic,
+   ~5 ulp after float rounding; tanh(8) is 1 - 2.3e-7), clamped to 1 above: no exp, one
+   division, so the loop stays memory-bound like erf's.
+   double: tanh|x| = e/(e+2), e = expm1(2|x|), saturating at |x| = 20. */
 static inline float em_tanhf(float x) {
     float a = fabsf(x);
-    a = a > 9.0f ? 9.0f : a;
-    float e = em_expm1_coref(2.0f * a);
-    return copysignf(e / (e + 2.0f), x);
+    a = a > 8.0f ? 8.0f : a;
+    float z = a * a;
+    float y = a * @TANHPF@ / @TANHQF@;
+    y = y > 1.0f ? 1.0f : y;
+    return copysignf(y, x);
 }
 
 static inline double em_tanh(double x) {
@@ -272,6 +279,10 @@ _POLYS = {
                  3.789520997e-04f 4.665324468e-06f -1.310798936e-08f""".split(), False),
     "ERFQF": ("z", """1.0f 4.975394309e-01f 1.139781773e-01f 1.546228491e-02f
                  1.306942315e-03f 6.292630133e-05f""".split(), False),
+    "TANHPF": ("z", """1.0f 1.344928443e-01f 3.577298718e-03f 2.198984839e-05f
+                  1.536717775e-08f""".split(), False),
+    "TANHQF": ("z", """1.0f 4.678261280e-01f 2.618608251e-02f 3.420662833e-04f
+                  8.577242170e-07f""".split(), False),
     "ERFA": ("z", """1.1283791670955126 -0.37612638903183593 0.11283791670946422
                 -0.02686617064341059 0.005223977608263572 -0.0008548326021555292
                 0.00012055296094896663 -1.4924757004362964e-05 1.6447646035156651e-06

@@ -268,16 +268,27 @@ def plan_row_cache(kernel):
                 stack.extend(e[3:])
     cached = {}
 
-    def cost(e):
-        if e[0] != "call" or e in cached or em.row_level(e):
-            return 0.5 if e[0] in ("load", "call") else 0
-        return (8 if e[1] in _COSTLY else 1) + sum(cost(a) for a in e[3:])
+    memo = {}        # id(expr) -> cost; cleared when a buffer is chosen
+
+    def cost(e):     # of computing e in a later loop, given the buffers chosen so far
+        c = memo.get(id(e))
+        if c is None:
+            if e[0] != "call" or e in cached or em.row_level(e):
+                c = 0.5 if e[0] in ("load", "call") else 0
+            else:
+                c = (8 if e[1] in _COSTLY else 1) + sum(cost(a) for a in e[3:])
+            memo[id(e)] = c
+        return c
+
+    seen = set()
 
     def visit(e, i):
-        if e[0] != "call" or em.row_level(e) or e in cached:
+        if e[0] != "call" or (id(e), i) in seen or em.row_level(e) or e in cached:
             return
+        seen.add((id(e), i))
         if first[e] < i and cost(e) >= CACHE_MIN_COST:
             cached[e] = (f"cb{len(cached)}", first[e])
+            memo.clear()
             return
         for a in e[3:]:
             visit(a, i)

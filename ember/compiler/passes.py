@@ -85,8 +85,9 @@ def fold_constants(graph):
     them later; their values become lifted constants."""
     mutated = set()
     for n in graph.nodes:
-        if n.kind == "call" and n.inplace and n.args:
-            _mark_ancestors(n.args[0], mutated)
+        if n.kind == "call" and n.inplace:
+            for a in n.inputs():          # an opaque call may write into any tensor it gets
+                _mark_ancestors(a, mutated)
     values, folded = {}, 0
     depends = set()
     for n in graph.nodes:

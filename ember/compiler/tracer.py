@@ -17,6 +17,7 @@ are recorded as opaque calls that run eagerly at replay.
 import gc
 import os
 import sys
+import warnings
 
 from ..core.tensor import Tensor, data_access_hooks
 from ..autograd.grad_mode import state
@@ -31,7 +32,7 @@ RANDOM_OPS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_li
               "multinomial", "dropout", "exponential_", "random_", "poisson", "cauchy_",
               "log_normal_", "geometric_"}
 # ops whose results carry no tensor but whose call changes state: always recorded
-_OPAQUE = {"optimizer.step", "optimizer.zero_grad"}
+_OPAQUE = {"optimizer.step", "optimizer.zero_grad", "optimizer.scheduler_step"}
 
 
 class GraphBreakError(RuntimeError):
@@ -93,7 +94,9 @@ class Tracer:
     def __enter__(self):
         # the tensors that exist before the trace: a tensor the trace meets that is not
         # among them and that no recorded op made came from an op the tracer cannot see
-        self.preexisting = [o for o in gc.get_objects() if isinstance(o, Tensor)]
+        with warnings.catch_warnings():     # isinstance() wakes other libraries' lazy objects
+            warnings.simplefilter("ignore")
+            self.preexisting = [o for o in gc.get_objects() if isinstance(o, Tensor)]
         self.preexisting_ids = {id(o) for o in self.preexisting}
         state.modes = state.modes + (self,)
         data_access_hooks.append(self._on_data_access)
@@ -225,13 +228,42 @@ class Tracer:
             self._break("backward(create_graph=True) is not captured")
             return engine.backward((t,), None if gradient is None else (gradient,),
                                    retain_graph, create_graph, inputs=inputs)
-        self.has_backward = True
         leaves = list(inputs) if inputs is not None else _graph_leaves(t)
         phase, self.phase = self.phase, "bwd"
+        n_before = len(self.graph.nodes)
+        # call_mode took this mode off the stack for the call: put it back, so the engine's
+        # ops are recorded
+        saved_modes = state.modes
+        state.modes = saved_modes + (self,)
         try:
+            return self._run_backward(t, gradient, retain_graph, create_graph, inputs, leaves,
+                                      phase, n_before)
+        finally:
+            state.modes = saved_modes
+
+    def _run_backward(self, t, gradient, retain_graph, create_graph, inputs, leaves, phase,
+                      n_before):
+        from ..autograd import engine
+        from .runtime import accumulate_grad
+        try:
+            # the graph is kept until the capture succeeded: on failure, the real backward
+            # runs eagerly over it (a graph break)
             grads = engine.run_backward((t,), engine._make_grads(
-                (t,), (gradient,), False), retain_graph, False, inputs=leaves,
+                (t,), (gradient,), False), True, False, inputs=leaves,
                 accumulate=False, allow_unused=True) if leaves else []
+            for leaf, g in zip(leaves, grads):
+                if g is not None:
+                    self.node_of(leaf), self.node_of(g)
+        except BackwardNotCaptured as e:
+            del self.graph.nodes[n_before:]
+            self.phase = phase
+            self._break(f"backward() not captured: {e}")
+            return engine.backward((t,), None if gradient is None else (gradient,),
+                                   retain_graph, create_graph, inputs=inputs)
+        try:
+            self.has_backward = True
+            if not retain_graph and t.grad_fn is not None:
+                engine._release_graph(t.grad_fn)
             source = user_source()
             for leaf, g in zip(leaves, grads):
                 if g is None:

@@ -533,15 +533,18 @@ from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gum
 def _seam_functions():
     import sys
     from ..dispatch import with_mode_seam
-    names = ("conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
-             "conv_transpose3d", "unfold", "fold", "max_pool1d", "max_pool2d", "max_pool3d",
-             "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_avg_pool1d",
-             "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    names = ("unfold", "fold", "max_pool1d", "max_pool2d", "max_pool3d",
+             "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_max_pool1d",
              "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d",
              "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad",
              "grid_sample", "affine_grid", "embedding_bag", "ctc_loss", "multi_head_attention_forward",
              "multilabel_margin_loss", "multi_margin_loss", "pixel_shuffle", "pixel_unshuffle")
     here = sys.modules[__name__]
+    # the convolution kernels (forward, and the two adjoints its backward calls) are
+    # recorded as calls; what surrounds them (bias, batching) is recorded op by op
+    from . import functional_conv as conv
+    for name in ("_conv", "_conv_tr", "_conv_wgrad"):
+        setattr(conv, name, with_mode_seam("F" + name, getattr(conv, name)))
     for name in names:
         fn = getattr(here, name)
         seamed = with_mode_seam("F." + name, fn)

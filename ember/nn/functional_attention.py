@@ -5,7 +5,13 @@ attention forward used by nn.MultiheadAttention. Compositions of ember ops.
 """
 import math
 
+import numpy as np
+
 import ember
+from ..autograd.grad_mode import state as _state
+from ..autograd import graph as _graph
+from ..dispatch import wrap as _wrap
+from ..ops.registry import OpDef, EXTERN
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -39,6 +45,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, dim=-3)
         value = value.repeat_interleave(rep, dim=-3)
+    if attn_mask is None and dropout_p == 0.0 and _fused_ok(query, key, value):
+        return _sdpa_fused(query, key, value, is_causal, scale)
     scores = query.matmul(key.transpose(-2, -1)) * scale
     if is_causal:
         keep = ember.ones((L, S), dtype=ember.bool).tril()
@@ -49,6 +57,86 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if dropout_p > 0.0:
         attn = dropout(attn, dropout_p, training=True)
     return attn.matmul(value)
+
+
+# ---- the eager fast path of scaled_dot_product_attention ----------------------------------
+# With no dispatch mode active (tracers and profilers see the composition above), float
+# attention without a mask tensor or dropout runs in NumPy (two matmuls and a softmax) and
+# records one node. Its backward, in ember ops, is the closed form
+#     dV = P^T g,  dS = P * (dP - sum(dP * P)),  dP = g V^T,  dQ = dS K s,  dK = dS^T Q s
+# with the saved probabilities P — recomputed in ember ops from Q and K while the backward
+# itself is recorded (create_graph), so double backward sees their dependence on Q and K.
+def _fused_ok(q, k, v):
+    if _state.modes or _amp.autocast_enabled:
+        return False
+    if not (isinstance(q, ember.Tensor) and isinstance(k, ember.Tensor)
+            and isinstance(v, ember.Tensor)):
+        return False
+    dt = q.dtype
+    return (dt in (ember.float32, ember.float64) and k.dtype is dt and v.dtype is dt
+            and q._data.ndim >= 2 and k._data.ndim >= 2 and v._data.ndim >= 2
+            and q._data.size and k._data.size and v._data.size)
+
+
+def _causal_blocked(L, S):
+    return np.triu(np.ones((L, S), dtype=bool), 1)      # PyTorch's top-left causal mask
+
+
+def _probs(query, key, scale, is_causal, attn):
+    """The attention probabilities: the saved ones, or recomputed in ember ops."""
+    if not _state.enabled:
+        return attn
+    from .functional import softmax
+    scores = query.matmul(key.transpose(-2, -1)) * scale
+    if is_causal:
+        L, S = query.shape[-2], key.shape[-2]
+        scores = scores.masked_fill(ember.ones((L, S), dtype=ember.bool).triu(1), float("-inf"))
+    return softmax(scores, dim=-1)
+
+
+def _d_scores(g, query, key, value, scale, is_causal, attn):
+    p = _probs(query, key, scale, is_causal, attn)
+    dp = g.matmul(value.transpose(-2, -1))
+    return p * (dp - (dp * p).sum(-1, keepdim=True))
+
+
+def _sdpa_query_grad(g, query, key, value, scale, is_causal, attn):
+    return _d_scores(g, query, key, value, scale, is_causal, attn).matmul(key) * scale
+
+
+def _sdpa_key_grad(g, query, key, value, scale, is_causal, attn):
+    ds = _d_scores(g, query, key, value, scale, is_causal, attn)
+    return ds.transpose(-2, -1).matmul(query) * scale
+
+
+def _sdpa_value_grad(g, query, key, scale, is_causal, attn):
+    return _probs(query, key, scale, is_causal, attn).transpose(-2, -1).matmul(g)
+
+
+_SDPA = OpDef("scaled_dot_product_attention", EXTERN, inputs=("query", "key", "value"),
+              attrs={"scale": 1.0, "is_causal": False, "attn": None},
+              grads={"query": _sdpa_query_grad, "key": _sdpa_key_grad,
+                     "value": _sdpa_value_grad},
+              node_name="ScaledDotProductAttentionBackward0")
+
+
+def _sdpa_fused(query, key, value, is_causal, scale):
+    q, k, v = query._data, key._data, value._data
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))
+    scores *= scores.dtype.type(scale)
+    if is_causal:
+        np.putmask(scores, np.broadcast_to(_causal_blocked(q.shape[-2], k.shape[-2]),
+                                           scores.shape), -np.inf)
+    scores -= scores.max(axis=-1, keepdims=True)
+    p = np.exp(scores, out=scores)
+    p /= np.add.reduce(p, axis=-1, keepdims=True)
+    dt = query.dtype
+    res = _wrap(np.matmul(p, v), dt)
+    args = (query, key, value)
+    if _state.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
+        _graph.record(_SDPA, args, res, {"scale": scale, "is_causal": is_causal,
+                                         "attn": _wrap(p, dt)})
+    return res
 
 
 def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads,

@@ -649,7 +649,8 @@ def _adaptive_avg(nd, name, input, output_size):
         start, end = _adaptive_bounds(n_in, out[i])
         j = np.arange(n_in)
         m = ((j >= start[:, None]) & (j < end[:, None])) / (end - start)[:, None]
-        x = _along(x, x.dim() - nd + i, wrap(m.astype(x.dtype.np), x.dtype))
+        # ember.tensor, not wrap: a compiler trace records the (shape-only) constant
+        x = _along(x, x.dim() - nd + i, ember.tensor(m.astype(x.dtype.np), dtype=x.dtype))
     return x
 
 

@@ -97,23 +97,25 @@ def _fname(dt):
 
 # ---- matmul family ------------------------------------------------------------------------
 def _mm_self_grad(g, self, other):
-    if self.dim() == 1 and other.dim() == 1:
+    sd, od = self._data.ndim, other._data.ndim
+    if sd > 1 and od > 1:
+        return g @ other.mT
+    if sd == 1 and od == 1:
         return g * other
-    if self.dim() == 1:
+    if sd == 1:
         return (g.unsqueeze(-2) @ other.mT).squeeze(-2)
-    if other.dim() == 1:
-        return g.unsqueeze(-1) * other
-    return g @ other.mT
+    return g.unsqueeze(-1) * other
 
 
 def _mm_other_grad(g, self, other):
-    if self.dim() == 1 and other.dim() == 1:
+    sd, od = self._data.ndim, other._data.ndim
+    if sd > 1 and od > 1:
+        return self.mT @ g
+    if sd == 1 and od == 1:
         return g * self
-    if self.dim() == 1:
+    if sd == 1:
         return self.unsqueeze(-1) * g.unsqueeze(-2)
-    if other.dim() == 1:
-        return (self.mT @ g.unsqueeze(-1)).squeeze(-1)
-    return self.mT @ g
+    return (self.mT @ g.unsqueeze(-1)).squeeze(-1)
 
 
 _MM_GRADS = {"self": _mm_self_grad, "other": _mm_other_grad}

@@ -314,8 +314,14 @@ _UNFOLD = view_op("unfold", disjoint=False)
 _ALIAS = reshape_op("alias")
 
 
+_SWAP_2D = _permutation((1, 0))
+_SWAPS_2D = {(0, 1), (1, 0), (-2, -1), (-1, -2), (0, -1), (-1, 0), (-2, 1), (1, -2)}
+
+
 def transpose(self, dim0, dim1):
     nd = self._data.ndim
+    if nd == 2 and (dim0, dim1) in _SWAPS_2D:     # the matrix transpose (mT, backward of mm)
+        return apply_view(_TRANSPOSE, self, _SWAP_2D)
     d0, d1 = S.wrap_dim(dim0, nd), S.wrap_dim(dim1, nd)
     if nd < 2 or d0 == d1:
         return apply_view(_TRANSPOSE, self, lambda a: a.view())
@@ -389,9 +395,8 @@ def expand(self, *sizes):
     if not sizes:
         raise TypeError('expand() missing 1 required positional arguments: "size"')
     sizes = _shape_arg(sizes)
-    S.expand_strides(self._data.shape, self.stride(), sizes)  # PyTorch's errors
 
-    def fn(a):
+    def fn(a):   # S.expand_strides raises PyTorch's errors
         shape, st = S.expand_strides(a.shape, _elem_strides(a), sizes)
         return strided_view(a, shape, st)
     return apply_view(_EXPAND, self, fn)

@@ -56,8 +56,30 @@ class _LrCall:
         self.s._get_lr_called_within_step = False
 
 
+def _opaque_step(step):
+    """`step` recorded by a compiler trace as one opaque call (it changes Python state, the
+    learning rates, that a replay of tensor ops alone would not change)."""
+    import functools
+
+    @functools.wraps(step)
+    def wrapper(self, *args, **kwargs):
+        from ..autograd.grad_mode import state
+        if state.modes:
+            from ..dispatch import call_mode
+            return call_mode("optimizer.scheduler_step", step, (self,) + args, kwargs)
+        return step(self, *args, **kwargs)
+    wrapper._opaque_step = True
+    return wrapper
+
+
 class LRScheduler:
     """Base class: subclasses implement get_lr() (and optionally _get_closed_form_lr())."""
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        step = cls.__dict__.get("step")
+        if step is not None and not getattr(step, "_opaque_step", False):
+            cls.step = _opaque_step(step)
     _get_lr_called_within_step = False
     _is_initial = False
 
@@ -823,3 +845,6 @@ class OneCycleLR(LRScheduler):
             if self.cycle_momentum:
                 _set_momentum(group, self.use_beta1, mom)
         return lrs
+
+
+LRScheduler.step = _opaque_step(LRScheduler.step)

@@ -264,10 +264,6 @@ def load_kernels(kernels):
 
 
 def _dlopen(path, source):
-    # libgomp reads its settings when the first kernel loads it. Its idle workers spin for
-    # ~300k iterations (milliseconds) after each parallel region by default, taking the core
-    # from BLAS threads and eager NumPy that run between kernels: spin ~30x less, then sleep.
-    os.environ.setdefault("GOMP_SPINCOUNT", "10000")
     try:
         return ctypes.CDLL(path)
     except OSError:                     # corrupt beyond the hash check: rebuild once

@@ -172,6 +172,14 @@ class Tracer:
         source = user_source()
         if name in _OPAQUE:
             return self._opaque(name, fn, args, kwargs, source)
+        if name in ("view_scatter", "view_gather") and _reads_data(args):
+            # the adjoint of an advanced-indexing view: its index values are baked into a
+            # closure, so a replay would scatter into this trace's positions
+            why = "the adjoint of an indexing view depends on the index values"
+            if self.phase == "bwd":
+                raise BackwardNotCaptured(why)
+            self._break(why)
+            return fn(*args, **kwargs)
         margs, mkwargs = self._arg(args), self._arg(kwargs)
         result = fn(*args, **kwargs)
         inplace = _is_inplace(name)
@@ -196,8 +204,11 @@ class Tracer:
                               opname=opname, method=method, inplace=inplace)
         node.kwargs.pop("out", None) if node.kwargs.get("out") is None else None
         if isinstance(result, Tensor):
-            if inplace and self.known(result) is not None:
-                node.meta = self.known(result).meta
+            prior = self.known(result)
+            if prior is not None:
+                # the op returned a tensor the trace knows (x.float() on float32, x.add_()):
+                # later uses keep reading the node that made it, which replays to the same
+                node.meta = prior.meta
             else:
                 self._bind(result, node)
         elif isinstance(result, (tuple, list)):
@@ -313,6 +324,22 @@ def _is_inplace(name):
                         "__ifloordiv__", "__imod__", "__ipow__", "__iand__", "__ior__",
                         "__ixor__", "__ilshift__", "__irshift__", "__imatmul__")
     return name.endswith("_") or name in _OPAQUE or name.startswith("ember.compiler.disabled")
+
+
+def _reads_data(args):
+    """Whether a view function among `args` closes over arrays (index values)."""
+    import numpy as np
+    for a in args:
+        for cell in getattr(a, "__closure__", None) or ():
+            try:
+                v = cell.cell_contents
+            except ValueError:
+                continue
+            vals = v if isinstance(v, (tuple, list)) else (v,)
+            if any(isinstance(x, (np.ndarray, Tensor)) and getattr(x, "ndim", 0) > 0
+                   for x in vals):
+                return True
+    return False
 
 
 def _has_tensor(x):

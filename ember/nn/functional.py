@@ -377,7 +377,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
-    out = weight[input]
+    # index_select's backward (index_add into zeros) takes the indices as a tensor, so a
+    # compiler trace records a backward that reads each call's indices
+    out = weight.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1]) \
+        if weight.dim() == 2 else weight[input]
     if padding_idx is not None:
         # the forward value is the row itself; only its gradient is cut
         out = ember.where((input == padding_idx).unsqueeze(-1), weight.detach()[input], out)

@@ -22,18 +22,52 @@ _RECOMPUTE = {"neg", "abs", "relu", "sigmoid", "tanh", "exp", "mul", "add", "sub
               "expand", "unsqueeze", "squeeze", "transpose", "t", "permute", "T"}
 
 
-def _cheap(n):
-    return n.kind == "call" and not n.inplace and n.opname.split(".")[-1] in _RECOMPUTE
+def _cheap(n, mutated=frozenset()):
+    return n.kind == "call" and not n.inplace and n.opname.split(".")[-1] in _RECOMPUTE \
+        and id(n) not in mutated
 
 
-def _choose_recompute(saved, fwd_ids, max_chain=8):
+_VIEWS = {"view", "reshape", "expand", "unsqueeze", "squeeze", "transpose", "t", "permute",
+          "T", "mT", "flatten", "unflatten", "narrow", "select", "__getitem__", "split",
+          "chunk", "unbind", "movedim", "diagonal", "as_strided", "view_as", "expand_as",
+          "contiguous", "detach", "alias"}
+
+
+def mutated_nodes(nodes):
+    """ids of the nodes whose values an in-place op (or opaque call) changes later, with the
+    views they share memory with: such values must not be recomputed from their inputs."""
+    out = set()
+    for n in nodes:
+        if n.kind == "call" and n.inplace:
+            stack = list(n.inputs())
+            while stack:
+                m = stack.pop()
+                if id(m) in out:
+                    continue
+                out.add(id(m))
+                if m.kind in ("call", "getitem") and (m.kind == "getitem" or
+                                                      m.opname.split(".")[-1] in _VIEWS):
+                    stack.extend(m.inputs()[:1])
+    changed = True
+    while changed:          # views made from a mutated value see the change too
+        changed = False
+        for n in nodes:
+            if id(n) not in out and n.kind in ("call", "getitem") and n.inputs() and \
+                    id(n.inputs()[0]) in out and (n.kind == "getitem" or
+                                                   n.opname.split(".")[-1] in _VIEWS):
+                out.add(id(n))
+                changed = True
+    return out
+
+
+def _choose_recompute(saved, fwd_ids, max_chain=8, mutated=frozenset()):
     """Saved values to recompute in the backward instead: a cheap pointwise/view value whose
     chain of cheap producers reaches only values that stay saved (or lifted tensors) is
     dropped from the saved set, and the chain is recomputed (a greedy min-cut)."""
     keep = {id(n): n for n in saved}
     chosen = {}
     for s in reversed(saved):
-        if not _cheap(s):
+        if not _cheap(s, mutated):
             continue
         chain, ok, stack, seen = [], True, [s], set()
         while stack and ok:
@@ -45,7 +79,7 @@ def _choose_recompute(saved, fwd_ids, max_chain=8):
             for i in n.inputs():
                 if i.kind == "lifted" or (id(i) in keep and i is not s) or id(i) in chosen:
                     continue
-                if id(i) in fwd_ids and _cheap(i) and len(chain) < max_chain:
+                if id(i) in fwd_ids and _cheap(i, mutated) and len(chain) < max_chain:
                     stack.append(i)
                 else:
                     ok = False
@@ -118,7 +152,7 @@ def partition(joint, n_user_inputs, flat_outputs, tangents, grads):
         return out
 
     saved = needed_from_fwd(bwd)
-    recomputed = _choose_recompute(saved, fwd_ids)
+    recomputed = _choose_recompute(saved, fwd_ids, mutated=mutated_nodes(fwd))
     recomputed_ids = {id(n) for n in recomputed}
     saved = [n for n in saved if id(n) not in recomputed_ids]
     # what the recomputed nodes read must be saved (it is: the anchors were saved already)

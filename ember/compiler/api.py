@@ -30,8 +30,11 @@ if _LOGS and not log.handlers:
     log.propagate = False
 
 
+_ALIASES = {"breaks": "graph_breaks", "graph_breaks": "breaks"}
+
+
 def logs_on(kind):
-    return kind in _LOGS or "all" in _LOGS
+    return kind in _LOGS or _ALIASES.get(kind) in _LOGS or "all" in _LOGS
 
 
 _ALL = []     # every compiled function, for reset()
@@ -241,6 +244,11 @@ class CompiledFunction:
         diff_outs = [t for t in outs if t._requires_grad]
         if not diff_outs:
             return None
+        for n in tracer.graph.nodes:
+            if n.kind == "call" and n.opname.startswith("ember.compiler.disabled") and any(
+                    i.meta is not None and i.meta[3] for i in n.inputs()):
+                # its backward runs through ops the trace did not see (they ran eagerly)
+                return {"failed": f"{n.opname} takes tensors that require grad"}
         input_nodes = tracer.graph.inputs()
         diff_ins = [t for _, t in flat if t._requires_grad and tracer.proxies.get(id(t))
                     in input_nodes]
@@ -258,11 +266,14 @@ class CompiledFunction:
             grads = engine.run_backward(diff_outs, tangents, True, False, inputs=leaves,
                                         accumulate=False, allow_unused=True) if leaves else []
             grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
-        except BackwardNotCaptured as e:
-            # drop what the backward recorded; the forward replays with eager autograd
+        except Exception as e:
+            # drop what the backward recorded; the forward replays with eager autograd (an
+            # error the backward raises, a stale saved tensor say, then reaches the user
+            # from their own backward call, as in eager mode)
             tracer.graph.nodes = [n for n in tracer.graph.nodes if n.phase == "fwd"]
             tracer.phase = "fwd"
-            return {"failed": str(e)}
+            return {"failed": str(e) if isinstance(e, BackwardNotCaptured) else
+                    f"{type(e).__name__}: {e}"}
         tracer.phase = "fwd"
         return dict(diff_outs=diff_outs, diff_ins=diff_ins, lifted_diff=lifted_diff,
                     tangent_nodes=tangent_nodes, grad_nodes=grad_nodes)

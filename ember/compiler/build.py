@@ -53,11 +53,13 @@ class CompileError(RuntimeError):
 def _logging_on(topic):
     if topic not in os.environ.get("EMBER_LOGS", ""):
         return False
+    # api.py installs the stderr handler when EMBER_LOGS is set at import; the variable may
+    # also be set later. Where logging is configured (an application, pytest) leave it be.
     if not log.handlers and not logging.getLogger().handlers:
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("[ember.compiler] %(message)s"))
         log.addHandler(handler)
-    log.setLevel(logging.DEBUG)
+        log.setLevel(logging.DEBUG)
     return True
 
 

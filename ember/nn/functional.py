@@ -540,7 +540,7 @@ def _seam_functions():
              "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_max_pool1d",
              "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d",
              "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad",
-             "grid_sample", "affine_grid", "embedding_bag", "ctc_loss", "multi_head_attention_forward",
+             "grid_sample", "affine_grid", "embedding_bag", "ctc_loss",
              "multilabel_margin_loss", "multi_margin_loss", "pixel_shuffle", "pixel_unshuffle")
     here = sys.modules[__name__]
     # the convolution kernels (forward, and the two adjoints its backward calls) are

@@ -115,7 +115,8 @@ def test_explain_reports_the_break_with_file_and_line(kind, capsys):
     assert loc in text, (loc, text)
     assert loc in report.break_reasons[0]
     assert f"{loc} in {fn.__name__}" in str(report.graph_breaks[0])
-    assert "eager" in text.lower()     # says what happened with the call
+    # says what happened with the call: run eagerly, or split around the break
+    assert "eager" in text.lower() or "split" in text.lower()
 
 
 @pytest.mark.parametrize("kind", sorted(BREAKS))

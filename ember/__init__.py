@@ -195,25 +195,6 @@ def are_deterministic_algorithms_enabled():
 _deterministic = False
 
 
-def set_num_threads(n):
-    """Threads for BLAS (and, later, generated kernels)."""
-    global _num_threads
-    _num_threads = builtins_int(n)
-    try:
-        from threadpoolctl import threadpool_limits
-        threadpool_limits(_num_threads)
-    except ImportError:
-        pass
-
-
-def get_num_threads():
-    if _num_threads is not None:
-        return _num_threads
-    import os
-    return len(os.sched_getaffinity(0))
-
-
-_num_threads = None
 
 from . import autograd  # noqa: E402,F401
 from .autograd import tensor_methods as _tm  # noqa: E402
@@ -244,4 +225,5 @@ log_softmax = _log_softmax_method
 from . import profiler  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401
-from .compiler.threads import set_num_threads, get_num_threads, set_num_interop_threads, get_num_interop_threads  # noqa: F401,E402,E501
+from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E402
+                               set_num_interop_threads, get_num_interop_threads)

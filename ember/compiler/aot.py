@@ -168,18 +168,20 @@ def partition(joint, n_user_inputs, flat_outputs, tangents, grads):
 
 def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff,
                          out_meta, name="CompiledFunction"):
-    """A function ``run(flat_inputs) -> flat_outputs`` whose outputs are linked to one
+    """A function ``run(flat_inputs, syms) -> flat_outputs`` whose outputs are linked to one
     autograd node running `bwd_run`. `diff_positions`: indices of the flat inputs whose
     gradients the backward returns (in order), then `lifted_diff` tensors (parameters)."""
     n_diff_inputs = len(diff_positions)
 
     class CompiledFunction(Function):
         @staticmethod
-        def forward(ctx, *tensors):
+        def forward(ctx, syms, *tensors):
             inputs = tensors[:n_inputs]
-            outs, saved = fwd_run(list(inputs))
+            outs, saved = fwd_run(list(inputs), syms)
             ctx.save_for_backward(*saved)
-            nondiff = [o for o, (shape, dt, rg) in zip(outs, out_meta)
+            ctx.syms = syms
+            ctx.out_shapes = [o.shape if isinstance(o, Tensor) else () for o in outs]
+            nondiff = [o for o, (dt, rg) in zip(outs, out_meta)
                        if isinstance(o, Tensor) and not rg]
             if nondiff:
                 ctx.mark_non_differentiable(*nondiff)
@@ -188,20 +190,20 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
         @staticmethod
         def backward(ctx, *grad_outputs):
             tangents = []
-            for g, (shape, dt, rg) in zip(grad_outputs, out_meta):
+            for g, (dt, rg), shape in zip(grad_outputs, out_meta, ctx.out_shapes):
                 if rg:
                     tangents.append(g if g is not None else zeros(shape, dtype=dt))
-            grads = bwd_run(list(ctx.saved_tensors) + tangents)
-            result = [None] * (n_inputs + len(lifted_diff))
+            grads = bwd_run(list(ctx.saved_tensors) + tangents, ctx.syms)
+            result = [None] * (1 + n_inputs + len(lifted_diff))
             for k, g in enumerate(grads):
                 pos = diff_positions[k] if k < n_diff_inputs else n_inputs + k - n_diff_inputs
-                result[pos] = g
+                result[1 + pos] = g
             return tuple(result)
 
     CompiledFunction.__name__ = name
 
-    def run(inputs):
-        return CompiledFunction.apply(*inputs, *lifted_diff)
+    def run(inputs, syms=()):
+        return CompiledFunction.apply(syms, *inputs, *lifted_diff)
     return run
 
 

@@ -19,6 +19,7 @@ from .graph import map_nodes
 from .tracer import Tracer, tensors_in, BackwardNotCaptured
 from .guards import GuardSet, guard_value, guard_globals, guard_module, guard_lifted
 from . import passes, aot
+from .dynamic import Capture, unify
 
 log = logging.getLogger("ember.compiler")
 _LOGS = set(filter(None, os.environ.get("EMBER_LOGS", "").replace(" ", "").split(",")))
@@ -89,6 +90,12 @@ class _Slot:
     def __init__(self, i):
         self.i = i
 
+    def __eq__(self, other):
+        return type(other) is _Slot and other.i == self.i
+
+    def __hash__(self):
+        return hash(("slot", self.i))
+
 
 class Variant:
     """One compiled specialisation: its guards, and how to run it."""
@@ -106,6 +113,8 @@ class Variant:
         self.planned_peak_bytes = None
         self.op_count = 0
         self.backward_note = None
+        self.capture = None         # the trace it came from (for dynamic sizes)
+        self.dynamic = []           # its symbolic sizes, in words
 
 
 class CompiledFunction:
@@ -163,10 +172,18 @@ class CompiledFunction:
                               f"({config.cache_size_limit}) and now runs eagerly; last "
                               f"recompile because {reason}", stacklevel=2)
                 return self.fn(*args, **kwargs)
-            self.recompiles.append(reason)
-            if config.verbose_recompiles or logs_on("recompiles"):
-                log.warning("recompiling %s: %s", self.__name__, reason)
+            if failed is not None and failed.kind == "shape" and self.dynamic is not False:
+                # a size changed: trace again, then try to make the changed sizes symbolic
+                base = next((v for v in reversed(self.variants) if v.capture is not None),
+                            None)
+                return self._trace(args, kwargs, unify_with=base, reason=reason)
+            self._recompiled(reason)
         return self._trace(args, kwargs)
+
+    def _recompiled(self, reason):
+        self.recompiles.append(reason)
+        if config.verbose_recompiles or logs_on("recompiles"):
+            log.warning("recompiling %s: %s", self.__name__, reason)
 
     # ---- capture ----
     def _lifted_names(self):
@@ -178,13 +195,28 @@ class CompiledFunction:
                 names.setdefault(id(b), "self_" + n.replace(".", "_"))
         return names
 
-    def _guards(self, args, kwargs, lifted_nodes):
+    def _guards(self, args, kwargs, lifted_nodes, cap=None):
         gs = GuardSet()
         guard_globals(gs)
+        dyn = {}
+        if cap is not None:
+            for k, d in cap.syms:
+                dyn.setdefault(cap.input_paths[k], set()).add(d)
+            for k, d, _ in cap.sym_equal:
+                dyn.setdefault(cap.input_paths[k], set()).add(d)
         for i, a in enumerate(args):
-            guard_value(gs, f"args[{i}]", self._arg_name(i), a)
+            guard_value(gs, f"args[{i}]", self._arg_name(i), a, dyn)
         for k, v in kwargs.items():
-            guard_value(gs, f"kwargs[{k!r}]", k, v)
+            guard_value(gs, f"kwargs[{k!r}]", k, v, dyn)
+        if cap is not None:
+            for k, d, sym in cap.sym_equal:
+                p0, d0 = cap.input_paths[cap.syms[sym][0]], cap.syms[sym][1]
+                p1 = cap.input_paths[k]
+                gs.add("shape", f"{p1}.shape[{d}] == {p0}.shape[{d0}]",
+                       f"{p1}._data.shape[{d}] == {p0}._data.shape[{d0}]", True,
+                       lambda a, kw, e, p1=p1, d=d, p0=p0, d0=d0:
+                       eval(p1, {"args": a, "kwargs": kw})._data.shape[d] ==
+                       eval(p0, {"args": a, "kwargs": kw})._data.shape[d0])
         gs.add("structure", "len(args)", f"len(args) == {len(args)}", len(args),
                lambda a, k, e: len(a))
         gs.add("structure", "kwargs", f"tuple(kwargs) == {tuple(kwargs)!r}", tuple(kwargs),
@@ -208,10 +240,9 @@ class CompiledFunction:
             pass
         return f"args[{i}]"
 
-    def _trace(self, args, kwargs):
+    def _trace(self, args, kwargs, unify_with=None, reason=None):
         flat = _flatten(args, kwargs)
         tracer = Tracer(self._lifted_names(), fullgraph=self.fullgraph)
-        rng_state = None
         with tracer:
             for path, t in flat:
                 if tracer.known(t) is None:
@@ -223,11 +254,11 @@ class CompiledFunction:
             joint = None
             if not tracer.broken and _grad_state.enabled and not tracer.has_backward:
                 joint = self._trace_backward(tracer, result, flat)
-        del rng_state
         lifted_nodes = tracer.graph.lifted()
-        guards = self._guards(args, kwargs, lifted_nodes)
         if tracer.broken:
-            v = Variant(guards, eager=True)
+            if reason is not None:
+                self._recompiled(reason)
+            v = Variant(self._guards(args, kwargs, lifted_nodes), eager=True)
             v.breaks = list(tracer.breaks)
             self.breaks.extend(tracer.breaks)
             if logs_on("breaks"):
@@ -235,7 +266,29 @@ class CompiledFunction:
                     log.warning("graph break in %s: %s (runs eagerly)", self.__name__, b)
             self.variants.append(v)
             return result
-        v = self._build(tracer, struct, out_nodes, flat, guards, joint)
+        inputs = [n for n in tracer.graph.nodes if n.kind == "input" and n.phase == "fwd"]
+        path_of = {id(tracer.proxies.get(id(t))): p for p, t in flat}
+        cap = Capture(tracer.graph, struct, out_nodes, [path_of[id(n)] for n in inputs],
+                      [tuple(n.meta[0]) for n in inputs], _joint_positions(joint, inputs,
+                                                                          tracer))
+        general = unify(unify_with.capture, cap) if unify_with is not None else None
+        if general is not None:
+            v = self._build(general.clone(), self._guards(args, kwargs, lifted_nodes, general))
+            v.capture = general
+            v.dynamic = [f"{general.input_paths[k]}.shape[{d}]" for k, d in general.syms]
+            if logs_on("recompiles"):
+                log.warning("%s: sizes %s are symbolic now", self.__name__,
+                            ", ".join(v.dynamic))
+            if self.dynamic is True:
+                self.variants.remove(unify_with)     # the general one replaces it
+            else:
+                self._recompiled(reason)
+            self.variants.append(v)
+            return result
+        if reason is not None:
+            self._recompiled(reason)
+        v = self._build(cap.clone(), self._guards(args, kwargs, lifted_nodes))
+        v.capture = cap
         self.variants.append(v)
         return result
 
@@ -278,12 +331,12 @@ class CompiledFunction:
         return dict(diff_outs=diff_outs, diff_ins=diff_ins, lifted_diff=lifted_diff,
                     tangent_nodes=tangent_nodes, grad_nodes=grad_nodes)
 
-    def _build(self, tracer, struct, out_nodes, flat, guards, joint):
-        graph = tracer.graph
-        rebuild = _rebuilder(struct)
-        extract = _extractor([p for p, t in flat if tracer.proxies.get(id(t)) is not None
-                              and tracer.proxies[id(t)].kind == "input"
-                              and tracer.proxies[id(t)].phase == "fwd"])
+    def _build(self, cap, guards):
+        """The runnable variant of a capture (its graph is consumed: pass a clone)."""
+        graph, out_nodes, joint = cap.graph, cap.out_nodes, cap.joint
+        rebuild = _rebuilder(cap.struct)
+        extract = _extractor(cap.input_paths)
+        syms_of = _sym_reader(cap.syms)
         v = Variant(guards)
         v.op_count = sum(1 for n in graph.nodes if n.kind == "call")
         if joint is None or "failed" in joint:
@@ -298,14 +351,16 @@ class CompiledFunction:
                 fn = graph.compile_python()
 
                 def run(args, kwargs):
-                    return rebuild(fn(extract(args, kwargs), lifted))
+                    flat = extract(args, kwargs)
+                    return rebuild(fn(flat, lifted, syms_of(flat)))
                 v.run = run
                 return v
             fn = self._backend(graph, v)
 
             def run(args, kwargs):
+                flat = extract(args, kwargs)
                 with no_grad():
-                    outs = fn(extract(args, kwargs), lifted)
+                    outs = fn(flat, lifted, syms_of(flat))
                 return rebuild(outs)
             v.run = run
             return v
@@ -322,24 +377,22 @@ class CompiledFunction:
         fwd_fn, bwd_fn = self._backend(fwd_g, v), self._backend(bwd_g, v)
         fwd_lifted = [n.target for n in fwd_g.lifted()]
         bwd_lifted = [n.target for n in bwd_g.lifted()]
-        out_meta = [(n.meta[0], n.meta[1], bool(n.meta[3])) if n.meta else ((), None, False)
+        out_meta = [(n.meta[1], bool(n.meta[3])) if n.meta else (None, False)
                     for n in out_nodes]
-        input_ids = [id(n) for n in user_inputs]
-        diff_positions = [input_ids.index(id(tracer.proxies[id(t)])) for t in joint["diff_ins"]]
 
-        def fwd_run(inputs):
-            outs, saved_vals = fwd_fn(inputs, fwd_lifted)
+        def fwd_run(inputs, syms):
+            outs, saved_vals = fwd_fn(inputs, fwd_lifted, syms)
             return list(outs), saved_vals
 
-        def bwd_run(saved_and_tangents):
-            return bwd_fn(saved_and_tangents, bwd_lifted)
-        runner = aot.make_autograd_runner(fwd_run, bwd_run, len(user_inputs), diff_positions,
-                                          joint["lifted_diff"], out_meta,
-                                          name=f"Compiled_{self.__name__}")
+        def bwd_run(saved_and_tangents, syms):
+            return bwd_fn(saved_and_tangents, bwd_lifted, syms)
+        runner = aot.make_autograd_runner(fwd_run, bwd_run, len(user_inputs),
+                                          joint["diff_positions"], joint["lifted_diff"],
+                                          out_meta, name=f"Compiled_{self.__name__}")
 
         def run(args, kwargs):
-            outs = runner(extract(args, kwargs))
-            return rebuild(outs)
+            flat = extract(args, kwargs)
+            return rebuild(runner(flat, syms_of(flat)))
         v.run = run
         return v
 
@@ -354,6 +407,26 @@ class CompiledFunction:
                                   "using the numpy backend", stacklevel=4)
                     self._warned_backend = True
         return graph.compile_python()
+
+
+def _joint_positions(joint, inputs, tracer):
+    """The joint record with each differentiable input given as its input position."""
+    if joint is None or "failed" in joint:
+        return joint
+    ids = [id(n) for n in inputs]
+    return dict(joint, diff_positions=[ids.index(id(tracer.proxies[id(t)]))
+                                       for t in joint["diff_ins"]], diff_ins=None)
+
+
+def _sym_reader(syms):
+    """fn(flat inputs) -> the symbolic sizes' values at this call."""
+    if not syms:
+        return lambda flat: ()
+    src = "def read(flat):\n    return (" + "".join(
+        f"flat[{k}]._data.shape[{d}], " for k, d in syms) + ")\n"
+    ns = {}
+    exec(src, ns)
+    return ns["read"]
 
 
 def _slots(tracer, x, out_nodes):

@@ -430,8 +430,8 @@ def compile_graph(graph, variant, options):
     if kernels:
         try:
             fns = build.load_kernels(kernels)
-        except build.CompilerUnavailable as e:
-            raise BackendUnavailable(str(e)) from None
+        except (build.CompilerUnavailable, build.CompileError) as e:
+            raise BackendUnavailable(str(e).splitlines()[0]) from None
     else:
         fns = []
     fn_of = dict(zip(kernels, fns))
@@ -476,15 +476,15 @@ def compile_graph(graph, variant, options):
         body.append(f"    {lhs} = {key}({', '.join(a.name for a in in_nodes)})")
         variant.kernels.append(f"{key}: {kernel.describe()} fusing "
                                + ", ".join(m.opname.split('.')[-1] for m in x.members))
-    src = "def run(inputs, lifted):\n" + ("\n".join(body) or "    pass")
+    src = "def run(inputs, lifted, syms=()):\n" + ("\n".join(body) or "    pass")
     exec(compile(src, "<ember fused graph>", "exec"), env)
     run = env["run"]
     run.source = src
     if not hasattr(variant, "kernel_sources"):
         variant.kernel_sources = []
-    from .codegen_c import generate
+    from .codegen_c import generate_function
     for i, kern in enumerate(kernels):
-        variant.kernel_sources.append(generate(kern, f"kernel_{i}"))
+        variant.kernel_sources.append(generate_function(kern, f"kernel_{i}"))
     variant.planned_peak_bytes = _planned_peak(graph, steps)
     return run
 

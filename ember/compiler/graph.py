@@ -175,7 +175,7 @@ class Graph:
                 body.append(f"    {n.name} = {key}({', '.join(args)})")
             elif n.kind == "output":
                 body.append(f"    return {_fmt(n.args[0], env)}")
-        src = f"def {fn_name}(inputs, lifted):\n" + ("\n".join(body) or "    pass")
+        src = f"def {fn_name}(inputs, lifted, syms=()):\n" + ("\n".join(body) or "    pass")
         exec(compile(src, f"<ember graph {fn_name}>", "exec"), env)
         fn = env[fn_name]
         fn.source = src
@@ -203,6 +203,8 @@ def _fmt(x, env=None):
         return "{" + ", ".join(f"{k!r}: {_fmt(v, env)}" for k, v in x.items()) + "}"
     if type(x) is slice:
         return f"slice({_fmt(x.start, env)}, {_fmt(x.stop, env)}, {_fmt(x.step, env)})"
+    if type(x).__name__ == "Sym":           # a symbolic size (dynamic.py)
+        return x.text if env is None else x.code
     if x is None or type(x) in (bool, int, str) or x is Ellipsis:
         return repr(x)
     if type(x) is float:

@@ -92,7 +92,7 @@ class GuardSet:
 def guard_value(gs, path, source, value, dynamic_dims=frozenset()):
     """Guards for one argument (recursing into tuples, lists and dicts)."""
     if isinstance(value, Tensor):
-        _guard_tensor(gs, path, source, value, dynamic_dims.get(source, ()) if isinstance(
+        _guard_tensor(gs, path, source, value, dynamic_dims.get(path, ()) if isinstance(
             dynamic_dims, dict) else ())
     elif type(value) in (tuple, list):
         t = gs.const(type(value))

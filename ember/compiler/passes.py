@@ -95,7 +95,7 @@ def fold_constants(graph):
             depends.add(id(n))
             continue
         if any(id(i) in depends for i in n.inputs()) or not _pure(n) or id(n) in mutated \
-                or n.kind != "call":
+                or n.kind != "call" or _has_sym(n.args) or _has_sym(n.kwargs):
             depends.add(id(n))
             continue
         try:
@@ -120,6 +120,18 @@ def fold_constants(graph):
         for i, n in enumerate(graph.lifted()):
             n.index = i
     return folded
+
+
+def _has_sym(x):
+    if type(x).__name__ == "Sym":
+        return True
+    if type(x) in (tuple, list):
+        return any(_has_sym(v) for v in x)
+    if type(x) is dict:
+        return any(_has_sym(v) for v in x.values())
+    if type(x) is slice:
+        return _has_sym(x.start) or _has_sym(x.stop) or _has_sym(x.step)
+    return False
 
 
 def _mark_ancestors(node, out):

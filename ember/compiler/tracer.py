@@ -204,7 +204,7 @@ class Tracer:
                               opname=opname, method=method, inplace=inplace)
         node.kwargs.pop("out", None) if node.kwargs.get("out") is None else None
         if isinstance(result, Tensor):
-            prior = self.known(result)
+            prior = self.proxies.get(id(result))
             if prior is not None:
                 # the op returned a tensor the trace knows (x.float() on float32, x.add_()):
                 # later uses keep reading the node that made it, which replays to the same
@@ -213,7 +213,7 @@ class Tracer:
                 self._bind(result, node)
         elif isinstance(result, (tuple, list)):
             for i, r in enumerate(result):
-                if isinstance(r, Tensor) and not (inplace and self.known(r)):
+                if isinstance(r, Tensor) and self.proxies.get(id(r)) is None:
                     item = self.graph.add("getitem", f"{node.name}_{i}", args=(node,), index=i,
                                           source=source, phase=self.phase)
                     self._bind(r, item)

@@ -536,7 +536,7 @@ from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gum
 def _seam_functions():
     import sys
     from ..dispatch import with_mode_seam
-    names = ("unfold", "fold", "max_pool1d", "max_pool2d", "max_pool3d",
+    names = ("unfold", "fold",
              "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_max_pool1d",
              "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d",
              "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad",
@@ -546,7 +546,8 @@ def _seam_functions():
     # the convolution kernels (forward, and the two adjoints its backward calls) are
     # recorded as calls; what surrounds them (bias, batching) is recorded op by op
     from . import functional_conv as conv
-    for name in ("_conv", "_conv_tr", "_conv_wgrad"):
+    for name in ("_conv", "_conv_tr", "_conv_wgrad", "_max_pool_select", "_tap_gather",
+                 "_tap_scatter", "_max_pool_indices"):
         setattr(conv, name, with_mode_seam("F" + name, getattr(conv, name)))
     for name in names:
         fn = getattr(here, name)

@@ -415,7 +415,9 @@ def _tap_gather(x, tap, ks, stride, dil, pads, out, values=None):
     if values is None:
         win = _windows(_pad_array(a, pads), ks, stride, dil, out)
         flat = win.reshape(win.shape[:2 + len(ks)] + (math.prod(ks),))
-        values = np.take_along_axis(flat, tap[..., None], -1)[..., 0]
+        values = np.take_along_axis(flat, tap._data[..., None], -1)[..., 0]
+    else:
+        values = values._data
     res = wrap(values, x.dtype)
     size = a.shape[2:]
 
@@ -427,6 +429,7 @@ def _tap_gather(x, tap, ks, stride, dil, pads, out, values=None):
 def _tap_scatter(g, tap, ks, stride, dil, pads, size):
     """Adjoint of `_tap_gather`: add g into the input position its tap points at."""
     a = _arr(g)
+    tap_t, tap = tap, tap._data
     nd = len(ks)
     out = a.shape[2:]
     if all(ks[i] == stride[i] and dil[i] == 1 and tuple(pads[i]) == (0, 0) and
@@ -440,7 +443,7 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
         res = wrap(np.ascontiguousarray(arr), g.dtype)
 
         def backward(grads, needs):
-            return (_tap_gather(grads[0], tap, ks, stride, dil, pads, out),)
+            return (_tap_gather(grads[0], tap_t, ks, stride, dil, pads, out),)
         return record_fn("MaxPoolBackwardBackward0", (g,), (res,), backward)[0]
     padded = tuple(max(size[i] + pads[i][0] + pads[i][1],
                        (out[i] - 1) * stride[i] + (ks[i] - 1) * dil[i] + 1) for i in range(nd))
@@ -456,7 +459,7 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
     res = wrap(np.ascontiguousarray(_crop(buf, pads, size)), g.dtype)
 
     def backward(grads, needs):
-        return (_tap_gather(grads[0], tap, ks, stride, dil, pads, out),)
+        return (_tap_gather(grads[0], tap_t, ks, stride, dil, pads, out),)
     return record_fn("MaxPoolBackwardBackward0", (g,), (res,), backward)[0]
 
 
@@ -504,6 +507,20 @@ def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mo
                            "size is too small")
     pads = tuple((pad[i], max(0, (out[i] - 1) * st[i] + dil[i] * (ks[i] - 1) + 1 - size[i]
                               - pad[i])) for i in range(nd))
+    tap, best = _max_pool_select(x, ks, st, dil, pads, out)
+    r = _tap_gather(x, tap, ks, st, dil, pads, out, best)
+    if not batched:
+        r = r.squeeze(0)
+    if not return_indices:
+        return r
+    idx = _max_pool_indices(tap, ks, st, pad, dil, size, out)
+    return r, (idx if batched else idx.squeeze(0))
+
+
+def _max_pool_select(x, ks, st, dil, pads, out):
+    """(tap, max): per output position, which window tap holds the max (int64), and the
+    max itself — both as tensors, so a compiler trace passes them on to the backward."""
+    nd = len(ks)
     a = _arr(x)
     low = -np.inf if a.dtype.kind == "f" else np.iinfo(a.dtype).min
     win = _windows(_pad_array(a, pads, low), ks, st, dil, out)
@@ -519,19 +536,18 @@ def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mo
         tap = np.full(best.shape, taps.shape[0] - 1, np.int64)
         for j in range(taps.shape[0] - 2, -1, -1):
             tap = np.where(taps[j] == best, j, tap)
-    r = _tap_gather(x, tap, ks, st, dil, pads, out, best)
-    if not batched:
-        r = r.squeeze(0)
-    if not return_indices:
-        return r
-    # flat index into the input plane of the chosen element
-    kidx = np.unravel_index(tap, ks)
+    return wrap(tap, ember.int64), wrap(best, x.dtype)
+
+
+def _max_pool_indices(tap, ks, st, pad, dil, size, out):
+    """The flat index into the input plane of each chosen element (return_indices=True)."""
+    nd = len(ks)
+    kidx = np.unravel_index(tap._data, ks)
     flat = 0
     for i in range(nd):
         o = np.arange(out[i]).reshape((-1,) + (1,) * (nd - 1 - i))
         flat = flat * size[i] + (o * st[i] - pad[i] + kidx[i] * dil[i])
-    idx = wrap(flat.astype(np.int64), ember.int64)
-    return r, (idx if batched else idx.squeeze(0))
+    return wrap(flat.astype(np.int64), ember.int64)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,

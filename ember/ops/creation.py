@@ -298,7 +298,11 @@ def _like(input, dtype, fill, requires_grad, memory_format=None):
         memory_format not in (channels_last, channels_last_3d)
     st = None if plain else layout_for(input, memory_format)  # a dense layout is kept, etc.
     if plain or (a.size and st == S.contiguous_strides(a.shape)):
-        arr = np.full(a.shape, fill, dt.np) if fill else np.zeros(a.shape, dt.np)
+        if fill:
+            arr = np.empty(a.shape, dt.np)      # empty + fill: np.full's work, in C alone
+            arr.fill(fill)
+        else:
+            arr = np.zeros(a.shape, dt.np)
     else:
         arr = strided_array(a.shape, st, dt.np, fill)
     return _finish_like(arr, dt, requires_grad)

@@ -60,6 +60,62 @@ def mutated_nodes(nodes):
     return out
 
 
+def _place_before_use(recomputed, bwd):
+    """The backward's nodes with each recomputed node placed just before its first use, so
+    the fusion pass can put it in one kernel with the gradient ops that read it."""
+    pending = {id(n): n for n in recomputed}
+    out = []
+
+    def emit(n):
+        for i in n.inputs():
+            if id(i) in pending:
+                del pending[id(i)]
+                emit(i)
+        out.append(n)
+    for n in bwd:
+        emit(n)
+    return out
+
+
+def _cut(saved, fwd_ids, mutated, max_chain=8):
+    """Where several saved values are cheap pointwise functions of one other value (gelu
+    saves x*0.5 and 1+erf(x/sqrt 2), both functions of x), save that value instead and
+    recompute them in the backward: fewer tensors kept alive (a local min-cut).
+    Returns (saved, recomputed)."""
+    groups = {}
+    for s in saved:
+        if not _cheap(s, mutated):
+            continue
+        chain, front, stack, seen = [], {}, [s], set()
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            if _cheap(n, mutated) and id(n) in fwd_ids and len(chain) < max_chain:
+                chain.append(n)
+                stack.extend(i for i in n.inputs() if i.kind != "lifted")
+            else:
+                front[id(n)] = n
+        if len(front) == 1:
+            (f,) = front.values()
+            groups.setdefault(id(f), (f, []))[1].append((s, chain))
+    saved_ids = {id(n) for n in saved}
+    drop, add, recompute = set(), [], {}
+    for f, items in groups.values():
+        if len(items) >= 2 or (id(f) in saved_ids and items):
+            for s, chain in items:
+                drop.add(id(s))
+                for n in chain:
+                    recompute[id(n)] = n
+            if id(f) not in saved_ids:
+                add.append(f)
+                saved_ids.add(id(f))
+    if not drop:
+        return saved, []
+    return [n for n in saved if id(n) not in drop] + add, list(recompute.values())
+
+
 def _choose_recompute(saved, fwd_ids, max_chain=8, mutated=frozenset()):
     """Saved values to recompute in the backward instead: a cheap pointwise/view value whose
     chain of cheap producers reaches only values that stay saved (or lifted tensors) is
@@ -152,13 +208,22 @@ def partition(joint, n_user_inputs, flat_outputs, tangents, grads):
         return out
 
     saved = needed_from_fwd(bwd)
-    recomputed = _choose_recompute(saved, fwd_ids, mutated=mutated_nodes(fwd))
-    recomputed_ids = {id(n) for n in recomputed}
-    saved = [n for n in saved if id(n) not in recomputed_ids]
+    mutated = mutated_nodes(fwd)
+    # a value a matmul/conv (or any non-pointwise op) of the backward reads is materialised
+    # anyway: keep it saved rather than recompute it outside a fused kernel
+    for n in bwd:
+        base = n.opname.split(".")[-1] if n.kind == "call" else None
+        if base is not None and (base not in _RECOMPUTE or base in _VIEWS):
+            mutated |= {id(i) for i in n.inputs() if id(i) in fwd_ids}
+    saved, recomputed = _cut(saved, fwd_ids, mutated)
+    more = _choose_recompute(saved, fwd_ids, mutated=mutated)
+    more_ids = {id(n) for n in more}
+    saved = [n for n in saved if id(n) not in more_ids]
+    recomputed += [n for n in more if n not in recomputed]
     # what the recomputed nodes read must be saved (it is: the anchors were saved already)
     order = {id(n): i for i, n in enumerate(joint.nodes)}
     recomputed.sort(key=lambda n: order[id(n)])
-    bwd_nodes = recomputed + bwd
+    bwd_nodes = _place_before_use(recomputed, bwd)
     fwd_graph = extract(fwd, [n for n in fwd if n.kind == "input"],
                         (tuple(flat_outputs), tuple(saved)))
     bwd_graph = extract(bwd_nodes, saved + list(tangents), tuple(grads))

@@ -249,7 +249,7 @@ def build_kernel(g, outside):
             inner = "zero" if st is not None and st[1] == 0 else \
                 "one" if st is not None and st[1] == 1 else "any"
             if st is None:                    # will be made contiguous at run time
-                outer, inner = ("zero" if _row_only(shape, F, k) == "none" else "any"), "one"
+                outer, inner = "any", ("zero" if _row_only(shape, F, k) == "none" else "one")
             in_index[key] = len(inputs)
             inputs.append(Input(_KDT[a.meta[1]], outer, inner))
             in_nodes.append(a)
@@ -377,6 +377,17 @@ def _traced_strides(a, F, k):
     return _collapse(shape, [s // item for s in strides], F, k)
 
 
+def _keeps(st, po, pi, N):
+    """Do strides (so, sj) keep the promises (outer, inner) a kernel was built with?"""
+    if st is None:
+        return False
+    if pi == "one" and st[1] != 1 and N > 1:
+        return False
+    if pi == "zero" and st[1] != 0 and N > 1:
+        return False
+    return not (po == "zero" and st[0] != 0)
+
+
 class KernelStep:
     """Runs one fused kernel on tensors: strides from the arrays, outputs allocated here."""
 
@@ -397,13 +408,17 @@ class KernelStep:
         strides, ready = [], []
         for a, (po, pi) in zip(arrays, self.promises):
             st = _collapse(a.shape, [s // a.itemsize for s in a.strides], F, k)
-            if st is None or (pi == "one" and st[1] != 1 and N > 1) or \
-                    (pi == "zero" and st[1] != 0) or (po == "zero" and st[0] != 0):
-                a = np.ascontiguousarray(np.broadcast_to(a, F)) if po != "zero" else \
-                    np.ascontiguousarray(np.broadcast_to(a, F[:k] + (1,) * (len(F) - k)))
+            if not _keeps(st, po, pi, N):
+                # a layout the kernel was not built for: a contiguous copy of what it reads
+                # (the whole broadcast input, or one value per row)
+                shape = F[:k] + (1,) * (len(F) - k) if pi == "zero" else F
+                a = np.ascontiguousarray(np.broadcast_to(a, shape))
                 st = _collapse(a.shape, [s // a.itemsize for s in a.strides], F, k)
-                if pi == "one" and st[1] != 1 and N > 1:
+                if pi == "one" and N <= 1:
                     st = (st[0], 1)
+                if not _keeps(st, po, pi, N):
+                    raise RuntimeError(f"ember.compile: input of shape {list(a.shape)} does "
+                                       f"not fit the kernel's layout ({po}, {pi})")
             ready.append(a)
             strides.extend(st)
         outs = []

@@ -19,7 +19,7 @@ import ember
 import ember.nn as nn
 from ember.compiler import GraphBreakError
 
-BACKEND = "numpy"
+BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")   # the C backend: tests/compiler/test_c_backend.py
 
 
 def cfun(obj):

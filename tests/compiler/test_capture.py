@@ -7,6 +7,7 @@ function is written with methods both libraries share, with real torch). Each ch
 asserts that the second call really was a replay: one variant, not an eager fallback, no
 recompile. Gradients (inputs and parameters) after `.backward()` are compared too.
 """
+import os
 import copy
 
 import numpy as np
@@ -18,7 +19,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 
-BACKEND = "numpy"
+BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")   # the C backend: tests/compiler/test_c_backend.py
 
 
 # ---------------------------------------------------------------- helpers

@@ -3,6 +3,7 @@ whose recorded reason names the guard that failed; calling again as before reuse
 variant; the cache size limit falls back to eager with exactly one warning; reset() forgets
 every variant; dynamic sizes. Results are always compared with eager execution.
 """
+import os
 import logging
 import warnings
 
@@ -13,7 +14,7 @@ import ember
 import ember.nn as nn
 from ember.compiler import config
 
-BACKEND = "numpy"
+BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")   # the C backend: tests/compiler/test_c_backend.py
 
 
 def cfun(obj):

@@ -4,6 +4,7 @@ against the same steps in eager mode from the same initial weights (state_dict c
 every step the parameters (and optimizer-visible grads) must equal eager's. Also: explain()
 lists the tensors saved for the backward of the joint graph; gradients w.r.t. inputs.
 """
+import os
 import numpy as np
 import pytest
 
@@ -11,7 +12,7 @@ import ember
 import ember.nn as nn
 import ember.nn.functional as F
 
-BACKEND = "numpy"
+BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")   # the C backend: tests/compiler/test_c_backend.py
 
 
 def cfun(obj):

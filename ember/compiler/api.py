@@ -114,6 +114,8 @@ class Variant:
         self.op_count = 0
         self.backward_note = None
         self.capture = None         # the trace it came from (for dynamic sizes)
+        self.check_fn = None        # check mode: the forward run function and its inputs
+        self.check_extract = self.check_lifted = self.check_syms = None
         self.dynamic = []           # its symbolic sizes, in words
 
 
@@ -135,6 +137,7 @@ class CompiledFunction:
         self.recompiles = []        # sentences: why each recompile happened
         self.breaks = []
         self.fell_back = None       # the reason, once the cache size limit was hit
+        self.check_failures = []    # options={"check": True}: nodes that left tolerance
         self.calls = 0
         self._warned_backend = False
         _ALL.append(self)
@@ -159,6 +162,9 @@ class CompiledFunction:
             if v.guards.check(args, kwargs):
                 if v.eager:
                     return self.fn(*args, **kwargs)
+                if self.options.get("check") and v.check_fn is not None:
+                    from .check import checked_call
+                    return checked_call(self, v, args, kwargs)
                 return v.run(args, kwargs)
         if self.fell_back is not None:
             return self.fn(*args, **kwargs)
@@ -356,6 +362,8 @@ class CompiledFunction:
                 v.run = run
                 return v
             fn = self._backend(graph, v)
+            v.check_fn, v.check_extract, v.check_lifted, v.check_syms = \
+                fn, extract, lifted, syms_of
 
             def run(args, kwargs):
                 flat = extract(args, kwargs)
@@ -377,6 +385,8 @@ class CompiledFunction:
         fwd_fn, bwd_fn = self._backend(fwd_g, v), self._backend(bwd_g, v)
         fwd_lifted = [n.target for n in fwd_g.lifted()]
         bwd_lifted = [n.target for n in bwd_g.lifted()]
+        v.check_fn, v.check_extract, v.check_lifted, v.check_syms = \
+            fwd_fn, extract, fwd_lifted, syms_of
         out_meta = [(n.meta[1], bool(n.meta[3])) if n.meta else (None, False)
                     for n in out_nodes]
 

@@ -494,7 +494,7 @@ def compile_graph(graph, variant, options):
     src = "def run(inputs, lifted, syms=()):\n" + ("\n".join(body) or "    pass")
     exec(compile(src, "<ember fused graph>", "exec"), env)
     run = env["run"]
-    run.source = src
+    run.source, run.env = src, env
     if not hasattr(variant, "kernel_sources"):
         variant.kernel_sources = []
     from .codegen_c import generate_function

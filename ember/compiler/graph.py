@@ -178,7 +178,7 @@ class Graph:
         src = f"def {fn_name}(inputs, lifted, syms=()):\n" + ("\n".join(body) or "    pass")
         exec(compile(src, f"<ember graph {fn_name}>", "exec"), env)
         fn = env[fn_name]
-        fn.source = src
+        fn.source, fn.env = src, env
         return fn
 
 

@@ -89,6 +89,7 @@ class Tracer:
         self.n_lifted = 0
         self.has_random = False
         self.has_backward = False
+        self.record_values = None   # name -> value of every recorded call (check mode)
 
     # ---- entering and leaving ----
     def __enter__(self):
@@ -203,6 +204,8 @@ class Tracer:
                               args=margs, kwargs=mkwargs, source=source, phase=self.phase,
                               opname=opname, method=method, inplace=inplace)
         node.kwargs.pop("out", None) if node.kwargs.get("out") is None else None
+        if self.record_values is not None:
+            self.record_values[node.name] = result
         if isinstance(result, Tensor):
             prior = self.proxies.get(id(result))
             if prior is not None:

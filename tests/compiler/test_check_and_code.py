@@ -1,0 +1,110 @@
+"""options={"check": True}, show_code, explain's kernel lines, and symbolic sizes in the
+printed graph (the C backend where it matters)."""
+import warnings
+
+import numpy as np
+import pytest
+
+import ember
+import ember.nn.functional as F
+
+
+def gelu_ln(x, w, b):
+    return F.layer_norm(F.gelu(x * w + b), (16,))
+
+
+def args(seed):
+    g = ember.Generator().manual_seed(seed)
+    return (ember.randn(8, 16, generator=g), ember.randn(16, generator=g),
+            ember.randn(16, generator=g))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "c"])
+def test_check_mode_agrees_and_returns_eager_values(backend):
+    cf = ember.compile(gelu_ln, backend=backend, options={"check": True})
+    cf(*args(0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")          # no check warning may come
+        out = cf(*args(1))
+    np.testing.assert_allclose(out.numpy(), gelu_ln(*args(1)).numpy(), rtol=1e-6)
+    assert cf.check_failures == []
+
+
+def test_check_mode_names_the_first_node_that_differs():
+    cf = ember.compile(gelu_ln, backend="numpy", options={"check": True})
+    cf(*args(0))
+    v = cf.variants[0]
+    v.check_fn.env["_f_erf"] = lambda t: t.erf() * 1.01     # a miscompiled erf
+    v._checked_fn = None
+    with pytest.warns(UserWarning, match="node 'erf'") as rec:
+        out = cf(*args(1))
+    msg = str(rec[0].message)
+    assert "test_check_and_code.py" in msg and "differs from eager" in msg, msg
+    # the call still returns the eager result
+    np.testing.assert_allclose(out.numpy(), gelu_ln(*args(1)).numpy(), rtol=1e-6)
+
+
+def test_check_mode_restores_buffers_between_the_two_runs():
+    bn = ember.nn.BatchNorm1d(4)
+    cm = ember.compile(bn, backend="numpy", options={"check": True})
+    ref = ember.nn.BatchNorm1d(4)
+    x0, x1 = ember.randn(6, 4), ember.randn(6, 4)
+    for x in (x0, x1):
+        cm(x)
+        ref(x)
+    np.testing.assert_allclose(bn.running_mean.numpy(), ref.running_mean.numpy(), rtol=1e-6)
+    assert int(bn.num_batches_tracked) == int(ref.num_batches_tracked) == 2
+
+
+def test_show_code_prints_each_kernel_with_its_fused_ops():
+    cf = ember.compile(gelu_ln, backend="c")
+    text = ember.compiler.show_code(cf, *args(0))
+    assert "void kernel_0(" in text and "#pragma omp" in text
+    for op in ("ember.erf", "ember.mean", "ember.rsqrt"):
+        assert op in text, op
+    assert "def forward(x, w, b):" in text
+
+
+def test_explain_reports_kernels_and_planned_peak():
+    cf = ember.compile(gelu_ln, backend="c")
+    report = str(ember.compiler.explain(cf)(*args(0)))
+    assert "fused kernels (1):" in report, report
+    assert "reductions: sum, sum" in report           # mean and var share a pass
+    assert "planned peak of intermediate buffers" in report
+
+
+def test_dynamic_size_prints_symbolically_and_replays_any_batch():
+    def f(x):
+        return (x.reshape(x.shape[0] * 2, 8) * 3).sum(1)
+    cf = ember.compile(f, backend="c")
+    for n in (3, 5, 9, 4):
+        x = ember.randn(n, 16)
+        np.testing.assert_allclose(cf(x).numpy(), f(x).numpy(), rtol=1e-5)
+    assert len(cf.variants) == 2 and len(cf.recompiles) == 1
+    text = str(cf.variants[-1].graphs["graph"])
+    assert "s0 * 2" in text, text
+    assert cf.variants[-1].dynamic == ["args[0].shape[0]"]
+
+
+def test_fusion_log_says_why_a_node_did_not_fuse(caplog):
+    import logging
+    cf = ember.compile(lambda a, b: (a @ b).relu() + 1, backend="c")
+    with caplog.at_level(logging.DEBUG, logger="ember.compiler"):
+        cf(ember.randn(4, 4), ember.randn(4, 4))
+    assert any("matmul not fused" in r.getMessage() for r in caplog.records), \
+        [r.getMessage() for r in caplog.records]
+
+
+def test_set_num_threads_does_not_change_compiled_results():
+    cf = ember.compile(gelu_ln, backend="c")
+    x = (ember.randn(4096, 16), ember.randn(16), ember.randn(16))
+    cf(*x)                                             # the trace (an eager run)
+    before = ember.get_num_threads()
+    try:
+        ember.set_num_threads(1)
+        one = cf(*x).numpy().copy()
+        ember.set_num_threads(2)
+        two = cf(*x).numpy()
+    finally:
+        ember.set_num_threads(before)
+    np.testing.assert_array_equal(one, two)

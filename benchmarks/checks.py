@@ -4,6 +4,8 @@
    over the batch would show as a large factor).
 2. inference_mode beside no_grad on a small forward, alternating, medians.
 3. `a + b` and `a @ b` on (8, 8) float32, ember beside torch (1 thread each), alternating.
+4. Small-op-heavy code compiled: a 40-op chain on (8, 8) tensors, forward under no_grad and
+   forward+backward, ember.compile (both backends) beside ember eager, alternating, medians.
 """
 import statistics
 import timeit
@@ -61,7 +63,40 @@ def small_ops():
         print(f"{op} (8x8 float32) {name:5s}: {statistics.median(v) * 1e6:.2f} us (median of 7)")
 
 
+def compiled_small_ops():
+    ember.set_num_threads(1)
+
+    def chain(x, w):
+        for _ in range(10):
+            x = ((x @ w).tanh() * 0.5 + x).relu()
+        return x.sum()
+    x = ember.randn(8, 8)
+    w = ember.randn(8, 8, requires_grad=True)
+    fns = {"eager": chain, "numpy": ember.compile(chain, backend="numpy"),
+           "c": ember.compile(chain, backend="c")}
+
+    def fwd(f):
+        with ember.no_grad():
+            f(x, w)
+
+    def fwd_bwd(f):
+        f(x, w).backward()
+    for name, body in (("forward (no_grad)", fwd), ("forward+backward", fwd_bwd)):
+        for f in fns.values():
+            body(f), body(f)                  # trace, then a first replay
+        samples = {k: [] for k in fns}
+        for _ in range(7):
+            for k, f in fns.items():
+                samples[k].append(timeit.timeit(lambda: body(f), number=200) / 200)
+        med = {k: statistics.median(v) for k, v in samples.items()}
+        print(f"40-op chain on (8, 8), {name}: " + ", ".join(
+            f"{k} {v * 1e6:.0f} us" for k, v in med.items())
+            + f"; eager/compiled: numpy {med['eager'] / med['numpy']:.2f}x, "
+            f"c {med['eager'] / med['c']:.2f}x")
+
+
 if __name__ == "__main__":
     batched_products()
     grad_modes()
     small_ops()
+    compiled_small_ops()

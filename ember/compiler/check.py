@@ -83,7 +83,6 @@ def checked_call(cf, variant, args, kwargs):
     if getattr(variant, "_checked_fn", None) is None:
         variant._checked_fn = recording(variant.check_fn)
     fn = variant._checked_fn
-    written = [n.target if n.kind == "lifted" else None for n in graph.nodes]
     flat = variant.check_extract(args, kwargs)
     # what the graph may write into: inputs and lifted tensors; keep copies to restore
     keep = [(t, t._data.copy()) for t in list(flat) + [n.target for n in graph.lifted()]
@@ -104,7 +103,6 @@ def checked_call(cf, variant, args, kwargs):
                 tracer.add_input(path_value, "in")
         result = cf.fn(*args, **kwargs)
     eager = tracer.record_values
-    del written
     for n in graph.nodes:
         if n.kind not in ("call", "getitem") or n.name not in compiled or n.name not in eager:
             continue

@@ -168,7 +168,6 @@ def _fits(g, n, kind):
 def plan(graph):
     """Split the graph's nodes into steps: ("node", n) run as is, ("group", _Group)."""
     steps, g = [], None
-    pending_reads = {}
 
     def close():
         nonlocal g
@@ -212,7 +211,6 @@ def plan(graph):
         g.members.append(n)
         g.ids.add(id(n))
     close()
-    del pending_reads
     return steps
 
 
@@ -249,7 +247,7 @@ def build_kernel(g, outside):
             inner = "zero" if st is not None and st[1] == 0 else \
                 "one" if st is not None and st[1] == 1 else "any"
             if st is None:                    # will be made contiguous at run time
-                outer, inner = "any", ("zero" if _row_only(shape, F, k) == "none" else "one")
+                outer, inner = "any", ("one" if _varies_in_row(shape, F, k) else "zero")
             in_index[key] = len(inputs)
             inputs.append(Input(_KDT[a.meta[1]], outer, inner))
             in_nodes.append(a)
@@ -344,10 +342,10 @@ def _common(a, b):
     return _KDT[dts[0]] if dts else "float32"
 
 
-def _row_only(shape, F, k):
-    """'none' when `shape` broadcast to F varies only along rows."""
+def _varies_in_row(shape, F, k):
+    """Whether an input of `shape`, broadcast to F, takes different values within a row."""
     s = (1,) * (len(F) - len(shape)) + tuple(shape)
-    return "none" if all(x == 1 for x in s[k:]) else "row"
+    return any(x != 1 for x in s[k:])
 
 
 def _collapse(shape, strides, F, k):

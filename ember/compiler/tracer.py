@@ -17,7 +17,6 @@ are recorded as opaque calls that run eagerly at replay.
 import gc
 import os
 import sys
-import warnings
 
 from ..core.tensor import Tensor, data_access_hooks
 from ..autograd.grad_mode import state
@@ -95,9 +94,9 @@ class Tracer:
     def __enter__(self):
         # the tensors that exist before the trace: a tensor the trace meets that is not
         # among them and that no recorded op made came from an op the tracer cannot see
-        with warnings.catch_warnings():     # isinstance() wakes other libraries' lazy objects
-            warnings.simplefilter("ignore")
-            self.preexisting = [o for o in gc.get_objects() if isinstance(o, Tensor)]
+        # type(), not isinstance(): it neither dereferences weak proxies nor wakes other
+        # libraries' lazy module objects
+        self.preexisting = [o for o in gc.get_objects() if issubclass(type(o), Tensor)]
         self.preexisting_ids = {id(o) for o in self.preexisting}
         state.modes = state.modes + (self,)
         data_access_hooks.append(self._on_data_access)

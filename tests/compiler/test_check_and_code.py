@@ -108,3 +108,29 @@ def test_set_num_threads_does_not_change_compiled_results():
     finally:
         ember.set_num_threads(before)
     np.testing.assert_array_equal(one, two)
+
+
+MODEL_SCRIPT = """
+import ember, ember.nn as nn, ember.nn.functional as F
+from ember.compiler import build
+ember.manual_seed(0)
+m = nn.Sequential(nn.Linear(8, 16), nn.LayerNorm(16), nn.GELU(), nn.Linear(16, 4))
+cm = ember.compile(m, backend="c")
+x = ember.randn(5, 8)
+loss = F.cross_entropy(cm(x), ember.tensor([0, 1, 2, 3, 0]))
+loss.backward()
+print(build.stats["compiled"], build.stats["disk_hits"], len(cm._compiled.variants[0].kernels))
+"""
+
+
+def test_a_second_process_compiling_the_same_model_compiles_nothing(tmp_path):
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"))
+    runs = [subprocess.run([sys.executable, "-c", MODEL_SCRIPT], capture_output=True, text=True,
+                           env=env, check=True).stdout.split() for _ in range(2)]
+    (c1, h1, k1), (c2, h2, k2) = [[int(v) for v in r] for r in runs]
+    assert k1 == k2 and k1 >= 2            # forward and backward kernels
+    assert c1 >= 1 and h1 == 0             # the first process built the libraries
+    assert c2 == 0 and h2 == c1            # the second one loaded each from disk

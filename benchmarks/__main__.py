@@ -6,7 +6,12 @@ import os
 import platform
 import sys
 
-from . import harness
+# ember's generated kernels and torch's intra-op pool are both OpenMP teams in this one
+# process: with the default (spinning) wait policy, whichever library ran last keeps its
+# threads spinning on the cores the other one needs next. Both sleep between calls here.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+from . import harness  # noqa: E402
 
 WORKLOADS = ["op_overhead", "mlp_train", "cnn_train", "gpt_train", "pointwise", "gpt_infer",
              "matmul", "memory", "pointwise_compiled", "gpt_train_compiled", "compile_time"]
@@ -149,7 +154,13 @@ def write_markdown(rows, command, path="BENCHMARKS.md"):
         f"- date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M UTC}",
         f"- machine: {machine()}",
         f"- torch {torch.__version__}, numpy {numpy.__version__}, BLAS: {harness.blas_info()}",
-        f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}",
+        f"- OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(unset)')}, "
+        f"OMP_WAIT_POLICY={os.environ.get('OMP_WAIT_POLICY')} (for both libraries: their "
+        "OpenMP teams share the process and its cores)",
+        "- `*_compiled` rows: `ember.compile` (C backend) beside `torch.compile` (inductor), "
+        "both called the same way; `compile_time`: seconds to build the GPT and run its first "
+        "two compiled training steps in a fresh process (ember with an empty kernel cache, "
+        "then again with that cache; torch.compile with its caches as they are).",
         "- 'speed' is ember relative to torch: torch time / ember time (or ember throughput /"
         " torch throughput); above 1 means ember is faster (for memory: torch peak / ember"
         " peak). Medians of alternating samples; 'busy' is the CPU load sampled just before"

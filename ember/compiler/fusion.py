@@ -15,7 +15,7 @@ import numpy as np
 from ..core import dtype as D
 from ..dispatch import wrap
 from .kernel import Kernel, Input, Reduction, Output
-from .graph import map_nodes
+from .graph import map_nodes, python_line
 
 log = logging.getLogger("ember.compiler")
 
@@ -452,23 +452,9 @@ def compile_graph(graph, variant, options):
     kidx = 0
     for kind, x in steps:
         if kind == "node":
-            n = x
-            if n.kind == "input":
-                body.append(f"    {n.name} = inputs[{n.index}]")
-            elif n.kind == "lifted":
-                body.append(f"    {n.name} = lifted[{n.index}]")
-            elif n.kind == "getitem":
-                body.append(f"    {n.name} = {n.args[0].name}[{n.index}]")
-            elif n.kind == "call":
-                from .graph import _fmt
-                key = f"_f_{n.name}"
-                env[key] = n.target
-                args = [_fmt(a, env) for a in n.args]
-                args += [f"{k}={_fmt(v, env)}" for k, v in n.kwargs.items()]
-                body.append(f"    {n.name} = {key}({', '.join(args)})")
-            elif n.kind == "output":
-                from .graph import _fmt
-                body.append(f"    return {_fmt(n.args[0], env)}")
+            line = python_line(x, env)
+            if line:
+                body.append(line)
             continue
         kernel, in_nodes, out_nodes = built[groups.index(x)]
         if not kernel.outputs:

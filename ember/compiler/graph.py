@@ -159,27 +159,32 @@ class Graph:
         """Python function ``replay(inputs, lifted)`` running the graph's calls in order;
         `inputs` and `lifted` are lists of tensors in the order of inputs() and lifted()."""
         env = {}
-        body = []
-        for n in self.nodes:
-            if n.kind == "input":
-                body.append(f"    {n.name} = inputs[{n.index}]")
-            elif n.kind == "lifted":
-                body.append(f"    {n.name} = lifted[{n.index}]")
-            elif n.kind == "getitem":
-                body.append(f"    {n.name} = {n.args[0].name}[{n.index}]")
-            elif n.kind == "call":
-                key = f"_f_{n.name}"
-                env[key] = n.target
-                args = [_fmt(a, env) for a in n.args]
-                args += [f"{k}={_fmt(v, env)}" for k, v in n.kwargs.items()]
-                body.append(f"    {n.name} = {key}({', '.join(args)})")
-            elif n.kind == "output":
-                body.append(f"    return {_fmt(n.args[0], env)}")
+        body = [line for n in self.nodes for line in [python_line(n, env)] if line]
         src = f"def {fn_name}(inputs, lifted, syms=()):\n" + ("\n".join(body) or "    pass")
         exec(compile(src, f"<ember graph {fn_name}>", "exec"), env)
         fn = env[fn_name]
         fn.source, fn.env = src, env
         return fn
+
+
+def python_line(n, env):
+    """The line of generated replay code that computes node `n` (objects without a literal
+    form, the op's callable included, go into `env`)."""
+    if n.kind == "input":
+        return f"    {n.name} = inputs[{n.index}]"
+    if n.kind == "lifted":
+        return f"    {n.name} = lifted[{n.index}]"
+    if n.kind == "getitem":
+        return f"    {n.name} = {n.args[0].name}[{n.index}]"
+    if n.kind == "call":
+        key = f"_f_{n.name}"
+        env[key] = n.target
+        args = [_fmt(a, env) for a in n.args]
+        args += [f"{k}={_fmt(v, env)}" for k, v in n.kwargs.items()]
+        return f"    {n.name} = {key}({', '.join(args)})"
+    if n.kind == "output":
+        return f"    return {_fmt(n.args[0], env)}"
+    return None
 
 
 def _call_text(n):

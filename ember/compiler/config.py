@@ -15,3 +15,6 @@ cache_size_limit = 8
 verbose_recompiles = False
 # the C compiler (None: $CC, else cc)
 cc = os.environ.get("CC") or "cc"
+# fused groups over fewer elements (as traced) run their ops one by one: a kernel call
+# costs ~10 us of Python and ctypes, more than a few small NumPy ops
+min_kernel_elements = int(os.environ.get("EMBER_MIN_KERNEL_ELEMENTS", "4096"))

@@ -214,6 +214,11 @@ def plan(graph):
     return steps
 
 
+def _tiny(g):
+    from . import config
+    return int(np.prod(g.F)) < config.min_kernel_elements
+
+
 def _used_outside(graph, steps):
     """ids of group members read by anything outside their group (or returned)."""
     owner = {}
@@ -394,38 +399,57 @@ class KernelStep:
         self.out_specs = out_specs          # per output: "full", "row_keep" or "row"
         self.out_dtypes = out_dtypes
         self.promises = [(i.outer, i.inner) for i in kernel.inputs]
+        self._plans = {}
 
     def __call__(self, *tensors):
         arrays = [t._data for t in tensors]
+        # the layout work (sizes, strides, output shapes) depends only on the inputs' shapes
+        # and strides: done once per layout, then one dict lookup per call
+        key = tuple((a.shape, a.strides) for a in arrays)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plan(arrays)
+            if plan[4] is None and len(self._plans) < 64:
+                self._plans[key] = plan
+        R, N, strides, shapes, copies = plan
+        if copies is not None:
+            arrays = [c(a) if c is not None else a for a, c in zip(arrays, copies)]
+        outs = [np.empty(shape, dt.np) for shape, dt in zip(shapes, self.out_dtypes)]
+        self.fn.call_ptrs(R, N, [a.__array_interface__["data"][0] for a in arrays]
+                          + [o.__array_interface__["data"][0] for o in outs], strides)
+        return tuple([wrap(o, dt) for o, dt in zip(outs, self.out_dtypes)])
+
+    def _plan(self, arrays):
+        """(R, N, strides, output shapes, per-input copy functions or None)."""
         F = np.broadcast_shapes(*[a.shape for a in arrays]) if arrays else ()
         k = self.k
         if len(F) < len(self.fullshape):
             F = tuple(self.fullshape)
         R = int(np.prod(F[:k])) if k else 1
         N = int(np.prod(F[k:])) if len(F) > k else 1
-        strides, ready = [], []
+        strides, copies = [], []
         for a, (po, pi) in zip(arrays, self.promises):
             st = _collapse(a.shape, [s // a.itemsize for s in a.strides], F, k)
+            copy = None
             if not _keeps(st, po, pi, N):
                 # a layout the kernel was not built for: a contiguous copy of what it reads
                 # (the whole broadcast input, or one value per row)
                 shape = F[:k] + (1,) * (len(F) - k) if pi == "zero" else F
-                a = np.ascontiguousarray(np.broadcast_to(a, shape))
+
+                def copy(x, shape=shape):
+                    return np.ascontiguousarray(np.broadcast_to(x, shape))
+                a = copy(a)
                 st = _collapse(a.shape, [s // a.itemsize for s in a.strides], F, k)
                 if pi == "one" and N <= 1:
                     st = (st[0], 1)
                 if not _keeps(st, po, pi, N):
                     raise RuntimeError(f"ember.compile: input of shape {list(a.shape)} does "
                                        f"not fit the kernel's layout ({po}, {pi})")
-            ready.append(a)
+            copies.append(copy)
             strides.extend(st)
-        outs = []
-        for spec, dt in zip(self.out_specs, self.out_dtypes):
-            shape = F if spec == "full" else (F[:k] + (1,) * (len(F) - k) if spec ==
-                                               "row_keep" else F[:k])
-            outs.append(np.empty(shape, dt.np))
-        self.fn(R, N, ready, tuple(strides), outs)
-        return tuple(wrap(o, dt) for o, dt in zip(outs, self.out_dtypes))
+        shapes = [F if spec == "full" else (F[:k] + (1,) * (len(F) - k) if spec == "row_keep"
+                                             else F[:k]) for spec in self.out_specs]
+        return R, N, tuple(strides), shapes, (copies if any(copies) else None)
 
 
 def compile_graph(graph, variant, options):
@@ -436,6 +460,10 @@ def compile_graph(graph, variant, options):
     out = graph.output()
     if out is not None:
         map_nodes(out.args, lambda x: outside.add(id(x)))
+    # a group on a few elements costs more in kernel-call overhead (~10 us) than its ops
+    # cost one by one: its nodes stay plain calls
+    steps = [s for kind, x in steps for s in (
+        [("node", m) for m in x.members] if kind == "group" and _tiny(x) else [(kind, x)])]
     groups = [x for kind, x in steps if kind == "group"]
     built = [build_kernel(g, outside) for g in groups]
     # a group whose values nobody reads outside has no outputs: drop it

@@ -10,7 +10,9 @@ FILES = ["test_capture.py", "test_training.py", "test_guards.py", "test_breaks.p
 
 
 def test_compiler_suite_on_the_c_backend(tmp_path):
-    env = dict(os.environ, EMBER_TEST_BACKEND="c", EMBER_CACHE_DIR=str(tmp_path / "cache"))
+    # every group becomes a kernel, however small (by default tiny ones run op by op)
+    env = dict(os.environ, EMBER_TEST_BACKEND="c", EMBER_CACHE_DIR=str(tmp_path / "cache"),
+               EMBER_MIN_KERNEL_ELEMENTS="0")
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:warnings", "-x",
                         "-p", "no:randomly"] + [os.path.join(HERE, f) for f in FILES],
                        capture_output=True, text=True, env=env, cwd=os.path.dirname(HERE),

@@ -9,6 +9,12 @@ import ember
 import ember.nn.functional as F
 
 
+@pytest.fixture(autouse=True)
+def kernels_for_small_shapes(monkeypatch):
+    """These tests use small tensors; by default groups that small run op by op."""
+    monkeypatch.setattr(ember.compiler.config, "min_kernel_elements", 0)
+
+
 def gelu_ln(x, w, b):
     return F.layer_norm(F.gelu(x * w + b), (16,))
 
@@ -127,7 +133,7 @@ def test_a_second_process_compiling_the_same_model_compiles_nothing(tmp_path):
     import os
     import subprocess
     import sys
-    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"))
+    env = dict(os.environ, EMBER_CACHE_DIR=str(tmp_path / "cache"), EMBER_MIN_KERNEL_ELEMENTS="0")
     runs = [subprocess.run([sys.executable, "-c", MODEL_SCRIPT], capture_output=True, text=True,
                            env=env, check=True).stdout.split() for _ in range(2)]
     (c1, h1, k1), (c2, h2, k2) = [[int(v) for v in r] for r in runs]

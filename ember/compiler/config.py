@@ -18,3 +18,5 @@ cc = os.environ.get("CC") or "cc"
 # fused groups over fewer elements (as traced) run their ops one by one: a kernel call
 # costs ~10 us of Python and ctypes, more than a few small NumPy ops
 min_kernel_elements = int(os.environ.get("EMBER_MIN_KERNEL_ELEMENTS", "4096"))
+# bytes of dead kernel outputs kept per thread for reuse by later kernels (buffers.py)
+pool_bytes = 1 << 30

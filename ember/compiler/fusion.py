@@ -16,6 +16,7 @@ from ..core import dtype as D
 from ..dispatch import wrap
 from .kernel import Kernel, Input, Reduction, Output
 from .graph import map_nodes, python_line
+from .buffers import POOL, plan_reuse
 
 log = logging.getLogger("ember.compiler")
 
@@ -380,6 +381,10 @@ def _traced_strides(a, F, k):
     return _collapse(shape, [s // item for s in strides], F, k)
 
 
+def _empty(shape, dtype):
+    return np.empty(shape, dtype)
+
+
 def _keeps(st, po, pi, N):
     """Do strides (so, sj) keep the promises (outer, inner) a kernel was built with?"""
     if st is None:
@@ -394,8 +399,10 @@ def _keeps(st, po, pi, N):
 class KernelStep:
     """Runs one fused kernel on tensors: strides from the arrays, outputs allocated here."""
 
-    def __init__(self, fn, kernel, k, out_specs, out_dtypes):
+    def __init__(self, fn, kernel, k, out_specs, out_dtypes, pooled=None):
         self.fn, self.kernel, self.k = fn, kernel, k
+        # outputs that die inside the graph come from (and go back to) the buffer pool
+        self.alloc = [POOL.take if p else _empty for p in (pooled or [False] * len(out_specs))]
         self.out_specs = out_specs          # per output: "full", "row_keep" or "row"
         self.out_dtypes = out_dtypes
         self.promises = [(i.outer, i.inner) for i in kernel.inputs]
@@ -414,7 +421,8 @@ class KernelStep:
         R, N, strides, shapes, copies = plan
         if copies is not None:
             arrays = [c(a) if c is not None else a for a, c in zip(arrays, copies)]
-        outs = [np.empty(shape, dt.np) for shape, dt in zip(shapes, self.out_dtypes)]
+        outs = [alloc(shape, dt.np) for alloc, shape, dt in zip(self.alloc, shapes,
+                                                                self.out_dtypes)]
         self.fn.call_ptrs(R, N, [a.__array_interface__["data"][0] for a in arrays]
                           + [o.__array_interface__["data"][0] for o in outs], strides)
         return tuple([wrap(o, dt) for o, dt in zip(outs, self.out_dtypes)])
@@ -447,8 +455,9 @@ class KernelStep:
                                        f"not fit the kernel's layout ({po}, {pi})")
             copies.append(copy)
             strides.extend(st)
-        shapes = [F if spec == "full" else (F[:k] + (1,) * (len(F) - k) if spec == "row_keep"
-                                             else F[:k]) for spec in self.out_specs]
+        shapes = [tuple(F) if spec == "full" else (tuple(F[:k]) + (1,) * (len(F) - k)
+                                                  if spec == "row_keep" else tuple(F[:k]))
+                  for spec in self.out_specs]
         return R, N, tuple(strides), shapes, (copies if any(copies) else None)
 
 
@@ -476,9 +485,13 @@ def compile_graph(graph, variant, options):
     else:
         fns = []
     fn_of = dict(zip(kernels, fns))
-    env, body = {}, []
+    kernel_outputs = {id(m) for b in built for m in b[2]}
+    pooled, release = plan_reuse(steps, graph, kernel_outputs)
+    env, body = {"_give": POOL.give}, []
     kidx = 0
-    for kind, x in steps:
+    for i, (kind, x) in enumerate(steps):
+        for m in release.get(i - 1, ()):
+            body.append(f"    _give({m.name})")
         if kind == "node":
             line = python_line(x, env)
             if line:
@@ -494,7 +507,8 @@ def compile_graph(graph, variant, options):
             else:
                 keep, flat = _row_shapes(x.F, x.k)
                 specs.append("row_keep" if tuple(m.meta[0]) == keep else "row")
-        step = KernelStep(fn_of[kernel], kernel, x.k, specs, [m.meta[1] for m in out_nodes])
+        step = KernelStep(fn_of[kernel], kernel, x.k, specs, [m.meta[1] for m in out_nodes],
+                          [id(m) in pooled for m in out_nodes])
         step.fullshape = x.F
         key = f"_k{kidx}"
         kidx += 1

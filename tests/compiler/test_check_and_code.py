@@ -140,3 +140,21 @@ def test_a_second_process_compiling_the_same_model_compiles_nothing(tmp_path):
     assert k1 == k2 and k1 >= 2            # forward and backward kernels
     assert c1 >= 1 and h1 == 0             # the first process built the libraries
     assert c2 == 0 and h2 == c1            # the second one loaded each from disk
+
+
+def test_buffers_that_die_inside_a_graph_are_reused_across_calls():
+    from ember.compiler.buffers import POOL
+
+    def f(x, w):
+        h = (x * 2).exp().sum(1, keepdim=True)          # a kernel output read by matmul
+        return (h * x) @ w
+    cf = ember.compile(f, backend="c")
+    x, w = ember.randn(64, 64), ember.randn(64, 8)
+    cf(x, w)
+    out = cf(x, w)
+    assert POOL.bytes > 0                                # a dead buffer went back
+    before = POOL.bytes
+    again = cf(x, w)                                     # ...and is taken again
+    assert POOL.bytes == before
+    np.testing.assert_allclose(again.numpy(), out.numpy(), rtol=1e-6)
+    np.testing.assert_allclose(again.numpy(), f(x, w).numpy(), rtol=1e-4)

@@ -6,9 +6,11 @@
         return F.layer_norm(F.gelu(x * w + b), (1024,))
     print(ember.compiler.explain(f)(x, w, b))      # graphs, breaks, guards, recompiles
 
-The path of a call: guards -> capture (tracer.py) -> Graph IR (graph.py) -> joint
-forward/backward + partition (aot.py) -> passes (passes.py) -> fusion and C code
-(fusion.py, codegen_c.py, build.py) or the numpy backend (Graph.compile_python).
+The path of a call: guards (guards.py) -> capture (tracer.py) -> Graph IR (graph.py) ->
+dynamic sizes (dynamic.py) -> joint forward/backward + partition (aot.py) -> passes
+(passes.py) -> fusion into Kernels (fusion.py, kernel.py) -> C code (codegen_c.py, cmath.py)
+-> build and disk cache (build.py) -> runtime (buffers.py, threads.py); or the numpy backend
+(Graph.compile_python). api.py ties them together; explain.py and check.py say what happened.
 """
 import functools
 import os

@@ -231,6 +231,23 @@ def partition(joint, n_user_inputs, flat_outputs, tangents, grads):
     return fwd_graph, bwd_graph, saved, [n.name for n in recomputed]
 
 
+def drop_unused_saved(fwd_graph, bwd_graph, n_saved):
+    """Saved values the backward no longer reads after its passes (DCE removed their last
+    reader) are neither returned by the forward nor taken by the backward."""
+    bwd_graph.count_users()
+    inputs = bwd_graph.inputs()
+    unused = {i for i, n in enumerate(inputs[:n_saved]) if n.users == 0}
+    if not unused:
+        return
+    bwd_graph.nodes = [n for n in bwd_graph.nodes
+                       if not (n.kind == "input" and n.index in unused)]
+    for k, n in enumerate(bwd_graph.inputs()):
+        n.index = k
+    out = fwd_graph.output()
+    outs, saved = out.args[0]
+    out.args = ((outs, tuple(x for i, x in enumerate(saved) if i not in unused)),)
+
+
 def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff,
                          out_meta, name="CompiledFunction"):
     """A function ``run(flat_inputs, syms) -> flat_outputs`` whose outputs are linked to one

@@ -376,8 +376,9 @@ class CompiledFunction:
         user_inputs = [n for n in graph.nodes if n.kind == "input" and n.phase == "fwd"]
         fwd_g, bwd_g, saved, recomputed = aot.partition(
             graph, len(user_inputs), out_nodes, joint["tangent_nodes"], joint["grad_nodes"])
-        passes.run_pipeline(fwd_g, v.pass_stats)
         passes.run_pipeline(bwd_g)
+        aot.drop_unused_saved(fwd_g, bwd_g, len(saved))
+        passes.run_pipeline(fwd_g, v.pass_stats)
         v.graphs["forward"], v.graphs["backward"] = fwd_g, bwd_g
         v.saved = [f"{n.name}: {n.meta[1].name if n.meta else '?'}"
                    f"{list(n.meta[0]) if n.meta else ''}" for n in fwd_g.output().args[0][1]]

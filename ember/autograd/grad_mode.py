@@ -22,6 +22,20 @@ class _State(threading.local):
 state = _State()
 
 
+# ---- the mode seam: tracing, profiling, autocast-like interceptors ----
+def call_mode(op, fn, args, kwargs):
+    """Hand one op call to the innermost active mode. The mode gets the op (an OpDef, or the
+    method's name for helpers outside the registry) and `fn`, which runs the op normally;
+    while the mode runs, it is popped off the stack, so calling `fn` does not recurse."""
+    saved = state.modes
+    mode = saved[-1]
+    state.modes = saved[:-1]
+    try:
+        return mode.call(op, fn, args, kwargs)
+    finally:
+        state.modes = saved
+
+
 def is_grad_enabled():
     """True when ops record the autograd graph (the default)."""
     return state.enabled

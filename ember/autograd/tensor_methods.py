@@ -2,14 +2,13 @@
 import weakref
 
 from .graph import RemovableHandle
+from .grad_mode import state, call_mode
 from . import engine
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Compute gradients of this tensor w.r.t. the graph leaves (accumulated into ``.grad``)."""
-    from .grad_mode import state
     if state.modes:   # the compiler's tracer records the backward and the accumulation
-        from ..dispatch import call_mode
         return call_mode("backward", _backward, (self, gradient, retain_graph, create_graph,
                                                  inputs), {})
     _backward(self, gradient, retain_graph, create_graph, inputs)

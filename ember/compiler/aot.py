@@ -10,9 +10,8 @@ pointwise functions of other saved values are recomputed in the backward instead
 """
 from ..core.tensor import Tensor
 from ..autograd.function import Function
-from ..autograd.grad_mode import no_grad
 from ..ops.creation import zeros
-from .graph import Graph, Node, map_nodes
+from .graph import Graph, map_nodes
 
 # ops cheap enough to recompute in the backward rather than keep alive between the passes
 _RECOMPUTE = {"neg", "abs", "relu", "sigmoid", "tanh", "exp", "mul", "add", "sub", "div",
@@ -287,13 +286,3 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
     def run(inputs, syms=()):
         return CompiledFunction.apply(syms, *inputs, *lifted_diff)
     return run
-
-
-def run_no_grad(fn):
-    def run(inputs):
-        with no_grad():
-            return fn(inputs)
-    return run
-
-
-__all__ = ["partition", "make_autograd_runner", "extract", "Node"]

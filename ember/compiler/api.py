@@ -132,6 +132,7 @@ class CompiledFunction:
         self.backend = backend
         self.mode = mode
         self.options = dict(options or {})
+        self._check = bool(self.options.get("check"))
         self.module = module
         self.variants = []
         self.recompiles = []        # sentences: why each recompile happened
@@ -162,7 +163,7 @@ class CompiledFunction:
             if v.guards.check(args, kwargs):
                 if v.eager:
                     return self.fn(*args, **kwargs)
-                if self.options.get("check") and v.check_fn is not None:
+                if self._check and v.check_fn is not None:
                     from .check import checked_call
                     return checked_call(self, v, args, kwargs)
                 return v.run(args, kwargs)

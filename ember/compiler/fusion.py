@@ -407,8 +407,7 @@ def compile_graph(graph, variant, options):
                 keep, flat = _row_shapes(x.F, x.k)
                 specs.append("row_keep" if tuple(m.meta[0]) == keep else "row")
         step = KernelStep(fn_of[kernel], kernel, x.k, specs, [m.meta[1] for m in out_nodes],
-                          [id(m) in pooled for m in out_nodes])
-        step.fullshape = x.F
+                          [id(m) in pooled for m in out_nodes], x.F)
         key = f"_k{kidx}"
         kidx += 1
         env[key] = step

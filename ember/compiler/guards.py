@@ -5,7 +5,6 @@ that is True when the assumption holds, and `describe(args, kwargs)`, the senten
 check prints ("args[0].shape[0]: expected 32, got 17") — computed only on a miss. The
 expressions of one variant are compiled into one function, so checking costs one call.
 """
-import numpy as np
 
 from ..core.tensor import Tensor
 from ..core import dtype as D
@@ -89,11 +88,10 @@ class GuardSet:
         return len(self.guards)
 
 
-def guard_value(gs, path, source, value, dynamic_dims=frozenset()):
+def guard_value(gs, path, source, value, dynamic_dims=None):
     """Guards for one argument (recursing into tuples, lists and dicts)."""
     if isinstance(value, Tensor):
-        _guard_tensor(gs, path, source, value, dynamic_dims.get(path, ()) if isinstance(
-            dynamic_dims, dict) else ())
+        _guard_tensor(gs, path, source, value, (dynamic_dims or {}).get(path, ()))
     elif type(value) in (tuple, list):
         t = gs.const(type(value))
         gs.add("type", source, f"type({path}) is {t} and len({path}) == {len(value)}",
@@ -212,9 +210,3 @@ def guard_lifted(gs, tensors, names):
                f"{ref}.dtype is {gs.const(t.dtype)} and {ref}._requires_grad is "
                f"{bool(t._requires_grad)}", (tuple(t._data.shape), t.dtype),
                lambda a, k, e, t=t: (tuple(t._data.shape), t.dtype))
-
-
-def flat_arrays(x):
-    """NumPy arrays of the tensors of a nested structure (used by tests)."""
-    from .tracer import tensors_in
-    return [np.asarray(t._data) for t in tensors_in(x)]

@@ -47,10 +47,10 @@ def _keeps(st, po, pi, N):
 class KernelStep:
     """Runs one fused kernel on tensors: strides from the arrays, outputs allocated here."""
 
-    def __init__(self, fn, kernel, k, out_specs, out_dtypes, pooled=None):
-        self.fn, self.kernel, self.k = fn, kernel, k
+    def __init__(self, fn, kernel, k, out_specs, out_dtypes, pooled, fullshape):
+        self.fn, self.kernel, self.k, self.fullshape = fn, kernel, k, tuple(fullshape)
         # outputs that die inside the graph come from (and go back to) the buffer pool
-        self.alloc = [POOL.take if p else _empty for p in (pooled or [False] * len(out_specs))]
+        self.alloc = [POOL.take if p else _empty for p in pooled]
         self.out_specs = out_specs          # per output: "full", "row_keep" or "row"
         self.out_dtypes = out_dtypes
         self.promises = [(i.outer, i.inner) for i in kernel.inputs]
@@ -80,7 +80,7 @@ class KernelStep:
         F = np.broadcast_shapes(*[a.shape for a in arrays]) if arrays else ()
         k = self.k
         if len(F) < len(self.fullshape):
-            F = tuple(self.fullshape)
+            F = self.fullshape
         R = int(np.prod(F[:k])) if k else 1
         N = int(np.prod(F[k:])) if len(F) > k else 1
         strides, copies = [], []

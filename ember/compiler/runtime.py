@@ -18,7 +18,3 @@ def accumulate_grad(var, g):
 def grad_of(t):
     """``t.grad`` read inside a compiled function."""
     return t._grad
-
-
-def is_tensor(x):
-    return isinstance(x, Tensor)

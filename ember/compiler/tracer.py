@@ -86,7 +86,6 @@ class Tracer:
         self.phase = "fwd"
         self.n_inputs = 0
         self.n_lifted = 0
-        self.has_random = False
         self.has_backward = False
         self.record_values = None   # name -> value of every recorded call (check mode)
 
@@ -185,8 +184,6 @@ class Tracer:
         inplace = _is_inplace(name)
         if not inplace and not _has_tensor(result):
             return result          # a metadata query (size, dim...): the guards cover it
-        if name in RANDOM_OPS or (isinstance(op, OpDef) and op.kind == "random"):
-            self.has_random = True
         self._record(name, fn, margs, mkwargs, result, source, inplace, op)
         return result
 
@@ -202,7 +199,8 @@ class Tracer:
         node = self.graph.add("call", name.split(".")[-1].strip("_") or "op", target=fn,
                               args=margs, kwargs=mkwargs, source=source, phase=self.phase,
                               opname=opname, method=method, inplace=inplace)
-        node.kwargs.pop("out", None) if node.kwargs.get("out") is None else None
+        if "out" in node.kwargs and node.kwargs["out"] is None:
+            del node.kwargs["out"]
         if self.record_values is not None:
             self.record_values[node.name] = result
         if isinstance(result, Tensor):

@@ -12,7 +12,7 @@ from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from ..core import strides as S
 from ..core.tensor import Tensor, make_view
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
 from .registry import OpDef, VIEW, register, METHODS
 
@@ -51,7 +51,6 @@ def _scatter_kernel(g, shape, view_fn, disjoint=False):
 def _view_scatter(g, shape, view_fn, disjoint=False):
     """The adjoint of a view: a zero tensor of `shape` with `g` summed into the viewed places."""
     if state.modes:     # a compiler trace records it as one call
-        from ..dispatch import call_mode
         return call_mode("view_scatter", _view_scatter_impl, (g, shape, view_fn, disjoint), {})
     return _view_scatter_impl(g, shape, view_fn, disjoint)
 
@@ -66,7 +65,6 @@ def _view_scatter_impl(g, shape, view_fn, disjoint=False):
 
 def _gather(g, view_fn):
     if state.modes:
-        from ..dispatch import call_mode
         return call_mode("view_gather", _gather_impl, (g, view_fn), {})
     return _gather_impl(g, view_fn)
 

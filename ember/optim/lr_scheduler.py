@@ -12,6 +12,7 @@ from bisect import bisect_right
 from collections import Counter
 
 from .optimizer import Optimizer
+from ..autograd.grad_mode import state as _grad_state, call_mode
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
            "ConstantLR", "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
@@ -63,9 +64,7 @@ def _opaque_step(step):
 
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
-        from ..autograd.grad_mode import state
-        if state.modes:
-            from ..dispatch import call_mode
+        if _grad_state.modes:
             return call_mode("optimizer.scheduler_step", step, (self,) + args, kwargs)
         return step(self, *args, **kwargs)
     wrapper._opaque_step = True

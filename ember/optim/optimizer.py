@@ -16,7 +16,7 @@ from itertools import chain
 import numpy as np
 
 from ..core.tensor import Tensor
-from ..autograd.grad_mode import state as _grad_state
+from ..autograd.grad_mode import state as _grad_state, call_mode
 
 
 class _RequiredParameter:
@@ -67,7 +67,6 @@ def _wrap_step(step):
     @functools.wraps(step)
     def wrapper(self, *args, **kwargs):
         if _grad_state.modes:   # a compiler trace records the step as one opaque call
-            from ..dispatch import call_mode
             return call_mode("optimizer.step", _plain_step, (self, wrapper, step) + args,
                              kwargs)
         self._opt_called = True
@@ -228,7 +227,6 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         if _grad_state.modes:   # a compiler trace records it as one opaque call
-            from ..dispatch import call_mode
             return call_mode("optimizer.zero_grad", type(self)._zero_grad, (self, set_to_none),
                              {})
         self._zero_grad(set_to_none)

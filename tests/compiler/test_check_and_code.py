@@ -158,3 +158,8 @@ def test_buffers_that_die_inside_a_graph_are_reused_across_calls():
     assert POOL.bytes == before
     np.testing.assert_allclose(again.numpy(), out.numpy(), rtol=1e-6)
     np.testing.assert_allclose(again.numpy(), f(x, w).numpy(), rtol=1e-4)
+
+
+def test_unknown_backend_is_a_value_error_naming_it():
+    with pytest.raises(ValueError, match="unknown backend 'inductor'"):
+        ember.compile(gelu_ln, backend="inductor")

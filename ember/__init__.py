@@ -19,6 +19,9 @@ import numpy as _np
 if _os.environ.get("EMBER_NUMPY_WARNINGS") != "1":
     _np.seterr(all="ignore")
 
+from .core.allocator import tune_malloc as _tune_malloc
+_tune_malloc()        # big temporaries reuse freed heap memory (see core/allocator.py)
+
 from .core import dtype as _dtype_mod
 from .core.dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64,  # noqa: F401
                          float16, bfloat16, float32, float64, finfo, iinfo, promote_types,

@@ -110,6 +110,11 @@ def unify(a, b):
                 raise _Mismatch(na.name)
             if na.kind == "lifted" and na.target is not nb.target:
                 raise _Mismatch(na.name)
+            # only sizes may differ: kernels are typed, so a dtype change is a new variant
+            if (na.meta is None) != (nb.meta is None) or na.meta is not None and (
+                    na.meta[1] is not nb.meta[1] or len(na.meta[0]) != len(nb.meta[0])
+                    or na.meta[3] != nb.meta[3]):
+                raise _Mismatch(na.name)
             if na.kind == "call" and not _same_target(na.target, nb.target):
                 raise _Mismatch(na.name)
             nc.args = _unify(na.args, nb.args, nc.args, syms, index_a, index_b)

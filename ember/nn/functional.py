@@ -13,6 +13,7 @@ import numpy as np
 import ember
 from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from ..compiler.eager import EagerKernel
 
 
 def _check_p(p):
@@ -137,7 +138,7 @@ def gelu(input, approximate="none"):
     if approximate == "none":
         if _gelu_fused_ok(input):
             return _gelu_fused(input)
-        return input * 0.5 * (1.0 + (input * (1.0 / math.sqrt(2.0))).erf())
+        return _gelu_exact(input)
     if approximate == "tanh":
         inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
         return input * 0.5 * (1.0 + inner.tanh())
@@ -145,12 +146,26 @@ def gelu(input, approximate="none"):
 
 
 # gelu's eager fast path: with no dispatch mode active (tracers and profilers see the
-# composition above), float32/float64 gelu is computed in NumPy and records one node whose
-# backward, in ember ops, is g * (Phi(x) + x * phi(x)). Phi(x) is kept from the forward;
-# while the backward itself is recorded (create_graph) it is recomputed in ember ops from x,
-# so double backward sees its dependence on x.
+# composition above), float32/float64 gelu records one node whose backward, in ember ops, is
+# g * (Phi(x) + x * phi(x)). Big tensors run both directions as fused C kernels generated
+# from these same compositions (compiler/eager.py); otherwise NumPy computes Phi(x), kept
+# for the backward. While the backward itself is recorded (create_graph) it runs in ember
+# ops from x, so double backward sees its dependence on x.
 _SQRT1_2 = 1.0 / math.sqrt(2.0)
 _INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_exact(x):
+    return x * 0.5 * (1.0 + (x * _SQRT1_2).erf())
+
+
+def _gelu_backward(g, x):
+    cdf = (x * _SQRT1_2).erf() * 0.5 + 0.5
+    return g * (cdf + x * ((x * x * -0.5).exp() * _INV_SQRT_2PI))
+
+
+_gelu_kernel = EagerKernel(_gelu_exact, "gelu")
+_gelu_backward_kernel = EagerKernel(_gelu_backward, "gelu_backward")
 
 
 def _gelu_fused_ok(input):
@@ -161,8 +176,12 @@ def _gelu_fused_ok(input):
 
 def _gelu_grad(g, self, cdf):
     from ..autograd.grad_mode import state
-    if state.enabled:
-        cdf = (self * _SQRT1_2).erf() * 0.5 + 0.5
+    if cdf is None or state.enabled:
+        if not state.enabled:
+            r = _gelu_backward_kernel(g, self)
+            if r is not None:
+                return r
+        return _gelu_backward(g, self)
     pdf = (self * self * -0.5).exp() * _INV_SQRT_2PI
     return g * (cdf + self * pdf)
 
@@ -172,15 +191,19 @@ def _gelu_fused(input):
     from ..autograd import graph
     from ..dispatch import wrap
     from ..ops.pointwise import _erf_kernel
-    a = input._data
-    cdf = _erf_kernel(np, a * a.dtype.type(_SQRT1_2))
-    if cdf.dtype != a.dtype or not cdf.flags.writeable:
-        cdf = cdf.astype(a.dtype)
-    np.multiply(cdf, 0.5, out=cdf)
-    np.add(cdf, 0.5, out=cdf)
-    res = wrap(a * cdf, input.dtype)
+    res = _gelu_kernel(input)
+    cdf = None
+    if res is None:
+        a = input._data
+        c = _erf_kernel(np, a * a.dtype.type(_SQRT1_2))
+        if c.dtype != a.dtype or not c.flags.writeable:
+            c = c.astype(a.dtype)
+        np.multiply(c, 0.5, out=c)
+        np.add(c, 0.5, out=c)
+        res = wrap(a * c, input.dtype)
+        cdf = wrap(c, input.dtype)
     if state.enabled and input._requires_grad:
-        graph.record(_GELU, (input,), res, {"cdf": wrap(cdf, input.dtype)})
+        graph.record(_GELU, (input,), res, {"cdf": cdf})
     return res
 
 

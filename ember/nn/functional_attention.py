@@ -12,6 +12,7 @@ from ..autograd.grad_mode import state as _state
 from ..autograd import graph as _graph
 from ..dispatch import wrap as _wrap
 from ..ops.registry import OpDef, EXTERN
+from ..compiler.eager import EagerKernel
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
@@ -94,10 +95,32 @@ def _probs(query, key, scale, is_causal, attn):
     return softmax(scores, dim=-1)
 
 
+def _scores_grad(p, dp):
+    return p * (dp - (dp * p).sum(-1, keepdim=True))
+
+
+def _softmax_of_scores(scores, keep, scale):
+    """softmax(scores * scale), -inf where `keep` (a boolean (L, S) mask or None) is False."""
+    s = scores * scale
+    if keep is not None:
+        s = ember.where(keep, s, float("-inf"))
+    e = (s - s.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+# big attention maps: the softmax and the scores' gradient as fused C kernels (eager.py)
+_softmax_of_scores_kernel = EagerKernel(_softmax_of_scores, "sdpa_softmax")
+_scores_grad_kernel = EagerKernel(_scores_grad, "sdpa_scores_backward")
+
+
 def _d_scores(g, query, key, value, scale, is_causal, attn):
     p = _probs(query, key, scale, is_causal, attn)
     dp = g.matmul(value.transpose(-2, -1))
-    return p * (dp - (dp * p).sum(-1, keepdim=True))
+    if not _state.enabled:
+        ds = _scores_grad_kernel(p, dp)
+        if ds is not None:
+            return ds
+    return _scores_grad(p, dp)
 
 
 def _sdpa_query_grad(g, query, key, value, scale, is_causal, attn):
@@ -120,17 +143,36 @@ _SDPA = OpDef("scaled_dot_product_attention", EXTERN, inputs=("query", "key", "v
               node_name="ScaledDotProductAttentionBackward0")
 
 
+_CAUSAL_KEEP = {}     # (L, S) -> the boolean lower-triangular mask, made once per size
+
+
+def _causal_keep(L, S):
+    keep = _CAUSAL_KEEP.get((L, S))
+    if keep is None:
+        if len(_CAUSAL_KEEP) > 64:
+            _CAUSAL_KEEP.clear()
+        keep = _CAUSAL_KEEP[(L, S)] = _wrap(~_causal_blocked(L, S), ember.bool)
+    return keep
+
+
 def _sdpa_fused(query, key, value, is_causal, scale):
     q, k, v = query._data, key._data, value._data
-    scores = np.matmul(q, np.swapaxes(k, -1, -2))
-    scores *= scores.dtype.type(scale)
-    if is_causal:
-        np.putmask(scores, np.broadcast_to(_causal_blocked(q.shape[-2], k.shape[-2]),
-                                           scores.shape), -np.inf)
-    scores -= scores.max(axis=-1, keepdims=True)
-    p = np.exp(scores, out=scores)
-    p /= np.add.reduce(p, axis=-1, keepdims=True)
     dt = query.dtype
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))
+    p = None
+    if scores.size >= 4096:
+        keep = _causal_keep(q.shape[-2], k.shape[-2]) if is_causal else None
+        p = _softmax_of_scores_kernel(_wrap(scores, dt), keep, scale)
+    if p is not None:
+        p = p._data
+    else:
+        scores *= scores.dtype.type(scale)
+        if is_causal:
+            np.putmask(scores, np.broadcast_to(_causal_blocked(q.shape[-2], k.shape[-2]),
+                                               scores.shape), -np.inf)
+        scores -= scores.max(axis=-1, keepdims=True)
+        p = np.exp(scores, out=scores)
+        p /= np.add.reduce(p, axis=-1, keepdims=True)
     res = _wrap(np.matmul(p, v), dt)
     args = (query, key, value)
     if _state.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):

@@ -15,6 +15,7 @@ from ember.autograd.grad_mode import state as _state
 from ember.autograd import graph as _graph
 from ember.amp.policy import state as _amp
 from ember.ops.registry import OpDef, EXTERN
+from ember.compiler.eager import EagerKernel
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
            "local_response_norm"]
@@ -172,13 +173,14 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 # ---- layer_norm's eager fast path ---------------------------------------------------------
 # The composition above costs ~8 passes forward and ~15 backward. Eagerly (no dispatch mode
-# active: tracers and profilers see the composition), float32/float64 layer_norm runs as
-# one NumPy computation and records one node, whose backward is PyTorch's closed form in
-# ember ops:
+# active: tracers and profilers see the composition), float32/float64 layer_norm records one
+# node, whose backward is PyTorch's closed form in ember ops:
 #     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = g * weight
-# xhat and rstd are kept from the forward; when the backward itself is recorded
-# (create_graph) they are recomputed from the input with ember ops, so that double backward
-# sees how they depend on it.
+# Big inputs run forward and backward as fused C kernels generated from the compositions
+# below (compiler/eager.py); the node then keeps each row's mean and rstd, as PyTorch does.
+# Otherwise one NumPy computation runs and xhat is kept. While the backward itself is
+# recorded (create_graph) the statistics are recomputed from the input with ember ops, so
+# that double backward sees how they depend on it.
 _FUSED_DTYPES = (_D.float32, _D.float64)
 
 
@@ -193,25 +195,62 @@ def _fused_ok(input, weight, bias, shape):
     return True
 
 
-def _ln_stats(self, dims, eps, xhat, rstd):
-    """(xhat, rstd): the saved ones, or, while the backward is recorded, fresh ones in ember
-    ops (differentiable with respect to `self`)."""
-    if not _state.enabled:
-        return xhat, rstd
-    mean = self.mean(dims, keepdim=True)
-    rstd = (self.var(dims, correction=0, keepdim=True) + eps).rsqrt()
-    return (self - mean) * rstd, rstd
+def _ln_forward(x, weight, bias, dims, eps):
+    """layer_norm as (out, mean, rstd): the composition the forward kernel is made of."""
+    mean = x.mean(dims, keepdim=True)
+    xc = x - mean
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    out = xc * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
 
 
-def _ln_input_grad(g, self, weight, dims, eps, xhat, rstd):
-    xhat, rstd = _ln_stats(self, dims, eps, xhat, rstd)
+def _ln_dx(g, x, weight, mean, rstd, dims):
+    xhat = (x - mean) * rstd
     dxhat = g if weight is None else g * weight
     return (dxhat - dxhat.mean(dims, keepdim=True)
             - xhat * (dxhat * xhat).mean(dims, keepdim=True)) * rstd
 
 
-def _ln_weight_grad(g, self, weight, dims, eps, xhat, rstd):
-    xhat, _ = _ln_stats(self, dims, eps, xhat, rstd)
+def _ln_dweight(g, x, mean, rstd, shape):
+    return (g * ((x - mean) * rstd)).sum_to_size(shape)
+
+
+_ln_forward_kernel = EagerKernel(_ln_forward, "layer_norm")
+_ln_dx_kernel = EagerKernel(_ln_dx, "layer_norm_backward_input")
+_ln_dweight_kernel = EagerKernel(_ln_dweight, "layer_norm_backward_weight")
+
+
+def _ln_stats(self, dims, eps, xhat, rstd, mean):
+    """(xhat, rstd): the saved ones (xhat from the saved mean), or, while the backward is
+    recorded, fresh ones in ember ops (differentiable with respect to `self`)."""
+    if not _state.enabled:
+        return (xhat if xhat is not None else (self - mean) * rstd), rstd
+    mean = self.mean(dims, keepdim=True)
+    rstd = (self.var(dims, correction=0, keepdim=True) + eps).rsqrt()
+    return (self - mean) * rstd, rstd
+
+
+def _ln_input_grad(g, self, weight, dims, eps, xhat, rstd, mean):
+    if xhat is None and not _state.enabled:
+        r = _ln_dx_kernel(g, self, weight, mean, rstd, dims)
+        if r is not None:
+            return r
+    xhat, rstd = _ln_stats(self, dims, eps, xhat, rstd, mean)
+    dxhat = g if weight is None else g * weight
+    return (dxhat - dxhat.mean(dims, keepdim=True)
+            - xhat * (dxhat * xhat).mean(dims, keepdim=True)) * rstd
+
+
+def _ln_weight_grad(g, self, weight, dims, eps, xhat, rstd, mean):
+    if xhat is None and not _state.enabled:
+        r = _ln_dweight_kernel(g, self, mean, rstd, tuple(weight.shape))
+        if r is not None:
+            return r
+    xhat, _ = _ln_stats(self, dims, eps, xhat, rstd, mean)
     return (g * xhat).sum_to_size(weight.shape)
 
 
@@ -220,13 +259,23 @@ def _ln_bias_grad(g, bias):
 
 
 _LAYER_NORM = OpDef("layer_norm", EXTERN, inputs=("self", "weight", "bias"),
-                    attrs={"dims": None, "eps": 1e-5, "xhat": None, "rstd": None},
+                    attrs={"dims": None, "eps": 1e-5, "xhat": None, "rstd": None,
+                           "mean": None},
                     grads={"self": _ln_input_grad, "weight": _ln_weight_grad,
                            "bias": _ln_bias_grad},
                     node_name="NativeLayerNormBackward0")
 
 
 def _layer_norm_fused(input, weight, bias, dims, eps):
+    dt = input.dtype
+    args = (input, weight, bias)
+    fused = _ln_forward_kernel(input, weight, bias, dims, eps)
+    if fused is not None:
+        res, mean, rstd = fused
+        if _state.enabled and any(t is not None and t._requires_grad for t in args):
+            _graph.record(_LAYER_NORM, args, res, {"dims": dims, "eps": eps, "xhat": None,
+                                                   "rstd": rstd, "mean": mean})
+        return res
     a = input._data
     n = 1
     for d in dims:
@@ -235,7 +284,6 @@ def _layer_norm_fused(input, weight, bias, dims, eps):
     var = np.add.reduce(np.square(xc), axis=dims, keepdims=True) / n
     rstd = 1 / np.sqrt(var + eps)
     xhat = np.multiply(xc, rstd, out=xc)
-    dt = input.dtype
     if weight is not None:
         out = np.multiply(xhat, weight._data)
         if bias is not None:
@@ -245,8 +293,8 @@ def _layer_norm_fused(input, weight, bias, dims, eps):
     else:
         out = xhat.copy()
     res = _wrap(out, dt)
-    args = (input, weight, bias)
     if _state.enabled and any(t is not None and t._requires_grad for t in args):
         _graph.record(_LAYER_NORM, args, res, {"dims": dims, "eps": eps,
-                                               "xhat": _wrap(xhat, dt), "rstd": _wrap(rstd, dt)})
+                                               "xhat": _wrap(xhat, dt), "rstd": _wrap(rstd, dt),
+                                               "mean": None})
     return res

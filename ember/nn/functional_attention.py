@@ -99,12 +99,16 @@ def _scores_grad(p, dp):
     return p * (dp - (dp * p).sum(-1, keepdim=True))
 
 
-def _softmax_of_scores(scores, keep, scale):
-    """softmax(scores * scale), -inf where `keep` (a boolean (L, S) mask or None) is False."""
+def _softmax_of_scores(scores, keep, blocked, scale):
+    """softmax(scores * scale) over the positions where `keep` is 1 (0 elsewhere); `keep`
+    (1/0) and `blocked` (0/-1e30) are a causal mask as floats, or both None. The masked
+    scores never reach exp: exp of a huge negative makes subnormals, which the CPU
+    computes ~100x slower (a boolean select instead would keep the loop from vectorising)."""
     s = scores * scale
-    if keep is not None:
-        s = ember.where(keep, s, float("-inf"))
-    e = (s - s.amax(-1, keepdim=True)).exp()
+    if keep is None:
+        e = (s - s.amax(-1, keepdim=True)).exp()
+    else:
+        e = ((s - (s + blocked).amax(-1, keepdim=True)) * keep).exp() * keep
     return e / e.sum(-1, keepdim=True)
 
 
@@ -143,16 +147,18 @@ _SDPA = OpDef("scaled_dot_product_attention", EXTERN, inputs=("query", "key", "v
               node_name="ScaledDotProductAttentionBackward0")
 
 
-_CAUSAL_KEEP = {}     # (L, S) -> the boolean lower-triangular mask, made once per size
+_CAUSAL = {}     # (L, S, dtype) -> the causal mask as floats (keep, blocked), made once
 
 
-def _causal_keep(L, S):
-    keep = _CAUSAL_KEEP.get((L, S))
-    if keep is None:
-        if len(_CAUSAL_KEEP) > 64:
-            _CAUSAL_KEEP.clear()
-        keep = _CAUSAL_KEEP[(L, S)] = _wrap(~_causal_blocked(L, S), ember.bool)
-    return keep
+def _causal_floats(L, S, dt):
+    masks = _CAUSAL.get((L, S, dt))
+    if masks is None:
+        if len(_CAUSAL) > 64:
+            _CAUSAL.clear()
+        blocked = _causal_blocked(L, S)
+        masks = _CAUSAL[(L, S, dt)] = (_wrap((~blocked).astype(dt.np), dt),
+                                      _wrap(np.where(blocked, -1e30, 0).astype(dt.np), dt))
+    return masks
 
 
 def _sdpa_fused(query, key, value, is_causal, scale):
@@ -161,8 +167,9 @@ def _sdpa_fused(query, key, value, is_causal, scale):
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
     p = None
     if scores.size >= 4096:
-        keep = _causal_keep(q.shape[-2], k.shape[-2]) if is_causal else None
-        p = _softmax_of_scores_kernel(_wrap(scores, dt), keep, scale)
+        keep, blocked = _causal_floats(q.shape[-2], k.shape[-2], dt) if is_causal else \
+            (None, None)
+        p = _softmax_of_scores_kernel(_wrap(scores, dt), keep, blocked, scale)
     if p is not None:
         p = p._data
     else:

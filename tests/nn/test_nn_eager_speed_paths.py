@@ -1,0 +1,92 @@
+"""Eager speed paths that must not change results: linear's cached contiguous weight.T
+(few rows, outside training) follows every way a weight can change, and 2x2 max pooling's
+strided-view forward and backward agree with torch, ties, infinities and NaNs included."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+
+def _linear_matches(lin, x):
+    ref = x._data @ lin.weight._data.T + lin.bias._data
+    np.testing.assert_allclose(lin(x).numpy(), ref, rtol=1e-5, atol=1e-5)
+
+
+def test_linear_weight_cache_follows_every_change_of_the_weight():
+    lin = ember.nn.Linear(16, 32)
+    x = ember.randn(4, 16)
+    with ember.no_grad():
+        _linear_matches(lin, x)
+        lin.weight.mul_(2)
+        _linear_matches(lin, x)
+    with ember.inference_mode():
+        lin.weight.add_(1)
+        _linear_matches(lin, x)
+    lin.load_state_dict({k: v * 3 for k, v in lin.state_dict().items()})
+    with ember.no_grad():
+        _linear_matches(lin, x)
+    opt = ember.optim.SGD(lin.parameters(), lr=0.1)
+    lin(x).sum().backward()
+    opt.step()
+    with ember.no_grad():
+        _linear_matches(lin, x)
+    lin.weight.data = ember.randn(32, 16)
+    with ember.no_grad():
+        _linear_matches(lin, x)
+    lin.weight.data.fill_(0.5)
+    with ember.no_grad():
+        _linear_matches(lin, x)
+
+
+@pytest.mark.parametrize("rows", [1, 7, 64])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_few_row_linear_matches_torch_in_and_out_of_no_grad(rows, dtype):
+    rng = np.random.default_rng(rows)
+    x, w, b = (rng.standard_normal(s).astype(dtype) for s in [(2, rows, 24), (40, 24), (40,)])
+    t = torch.nn.functional.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b)).numpy()
+    W = ember.tensor(w, requires_grad=True)
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-12)
+    with ember.no_grad():
+        np.testing.assert_allclose(ember.nn.functional.linear(ember.tensor(x), W,
+                                                              ember.tensor(b)).numpy(), t, **tol)
+        # a transposed view of another weight with the same storage is not confused with it
+        np.testing.assert_allclose(
+            ember.nn.functional.linear(ember.tensor(x[..., :24]), W[:, :24], None).numpy(),
+            t - b, **tol)
+    np.testing.assert_allclose(ember.nn.functional.linear(ember.tensor(x), W,
+                                                          ember.tensor(b)).detach().numpy(),
+                               t, **tol)
+
+
+def _pool_both(x, g):
+    out = []
+    for lib in (ember, torch):
+        X = lib.tensor(x, requires_grad=True)
+        y = lib.nn.functional.max_pool2d(X, 2)
+        y.backward(lib.tensor(g))
+        out.append((y.detach().numpy(), X.grad.numpy()))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiled_max_pool_matches_torch_with_ties(dtype):
+    rng = np.random.default_rng(0)
+    x = rng.integers(-2, 3, (3, 4, 8, 6)).astype(dtype)        # many ties inside windows
+    g = rng.standard_normal((3, 4, 4, 3)).astype(dtype)
+    (ey, eg), (ty, tg) = _pool_both(x, g)
+    np.testing.assert_array_equal(ey, ty)
+    np.testing.assert_array_equal(eg, tg)
+
+
+def test_tiled_max_pool_with_inf_gradient_and_nan_input_matches_torch():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 4, 4))
+    x[0, 0, 1, 1] = np.nan
+    x[1, 2, 0, 0] = np.inf
+    g = rng.standard_normal((2, 3, 2, 2))
+    g[0, 1, 0, 0] = np.inf
+    g[1, 0, 1, 1] = np.nan
+    (ey, eg), (ty, tg) = _pool_both(x, g)
+    np.testing.assert_array_equal(ey, ty)
+    np.testing.assert_array_equal(eg, tg)

@@ -53,7 +53,10 @@ class SGD(Optimizer):
                     else:
                         b = buf._data
                         b *= momentum
-                        b += (1 - dampening) * g
+                        if dampening:
+                            b += (1 - dampening) * g
+                        else:
+                            b += g          # the default: no temporary
                         buf._bump_version()
                     g = g + momentum * b if nesterov else b
                 x += (-lr) * g

@@ -12,7 +12,8 @@ eager one, with formulas in ember ops.
 
 It returns None (the caller runs the composition) when the C backend is unavailable, when a
 dispatch mode is active (tracers and profilers must see the composition), for tensors that
-are not float32/float64 on the CPU or are smaller than `MIN_ELEMENTS`, while another thread
+are not float32/float64 on the CPU or are smaller than `MIN_ELEMENTS` (or the kernel's own
+threshold), while another thread
 is using it, and past 64 specialisations. EMBER_EAGER_KERNELS=0 turns every
 eager kernel off.
 """
@@ -51,17 +52,22 @@ class _Compiled(CompiledFunction):
 class EagerKernel:
     """`fn` (tensors -> tensor(s), ember ops only) run as fused C when eager mode allows."""
 
-    def __init__(self, fn, name):
+    def __init__(self, fn, name, min_elements=None):
         self.fn, self.name = fn, name
-        # one compiled function per (dtypes, ranks, other arguments): each then holds only
-        # the variants of sizes and layouts, so a library-wide op never hits the limit
+        # at least config.min_kernel_elements: a smaller first trace would be replayed op by
+        # op for every size after it (fusion judges groups by their traced size)
+        self.min_elements = max(MIN_ELEMENTS, config.min_kernel_elements, min_elements or 0)
+        # one compiled function per (dtypes, ranks, requires_grad, other arguments): each
+        # holds only the variants of sizes and layouts, so a library-wide op never hits
+        # the limit
         self._compiled = {}
         self._lock = threading.Lock()
         self.broken = None                # why it was turned off for good, if it was
         self.calls = 0                    # calls that ran the kernel
 
     def _compiled_for(self, args):
-        key = tuple((a.dtype, a._data.ndim) if isinstance(a, Tensor) else a for a in args)
+        key = tuple((a.dtype, a._data.ndim, a._requires_grad) if isinstance(a, Tensor) else a
+                    for a in args)
         try:
             cf = self._compiled.get(key)
         except TypeError:                 # an unhashable argument: not worth a kernel
@@ -81,7 +87,7 @@ class EagerKernel:
             return False
         t0 = tensors[0]
         if not isinstance(t0, Tensor) or t0.dtype not in _FLOATS \
-                or t0._data.size < MIN_ELEMENTS:
+                or t0._data.size < self.min_elements:
             return False
         for t in tensors[1:]:     # other floats must match (masks may be boolean)
             if t.dtype is not t0.dtype and t.dtype is not D.bool_:
@@ -89,13 +95,12 @@ class EagerKernel:
         return True
 
     def __call__(self, *args):
-        """The kernel's result for `args` (tensors detached, no graph recorded), or None."""
+        """The kernel's result for `args` (run under no_grad: no graph recorded), or None."""
         if not self.usable(*[a for a in args if isinstance(a, Tensor)]):
             return None
         if not self._lock.acquire(blocking=False):
             return None
         try:
-            args = tuple(a.detach() if isinstance(a, Tensor) else a for a in args)
             cf = self._compiled_for(args)
             if cf is None:
                 return None

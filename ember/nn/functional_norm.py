@@ -219,7 +219,8 @@ def _ln_dweight(g, x, mean, rstd, shape):
     return (g * ((x - mean) * rstd)).sum_to_size(shape)
 
 
-_ln_forward_kernel = EagerKernel(_ln_forward, "layer_norm")
+# NumPy's layer_norm forward is only ~4 passes: the kernel wins from ~32k elements on
+_ln_forward_kernel = EagerKernel(_ln_forward, "layer_norm", min_elements=32768)
 _ln_dx_kernel = EagerKernel(_ln_dx, "layer_norm_backward_input")
 _ln_dweight_kernel = EagerKernel(_ln_dweight, "layer_norm_backward_weight")
 

@@ -4,6 +4,7 @@ attention forward used by nn.MultiheadAttention. Compositions of ember ops.
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # (..., L, Ev)
 """
 import math
+import weakref
 
 import numpy as np
 
@@ -117,14 +118,26 @@ _softmax_of_scores_kernel = EagerKernel(_softmax_of_scores, "sdpa_softmax")
 _scores_grad_kernel = EagerKernel(_scores_grad, "sdpa_scores_backward")
 
 
+# The query and key gradients both start from dS. Outside create_graph, the one computed
+# first is kept here for the other (by the saved probabilities' id, dropped when they are
+# freed), saving a batched matmul and a kernel per attention backward.
+_DS = {}      # id(attn) -> (weakref to attn, g, dS)
+
+
 def _d_scores(g, query, key, value, scale, is_causal, attn):
+    if not _state.enabled and attn is not None:
+        hit = _DS.pop(id(attn), None)
+        if hit is not None and hit[0]() is attn and hit[1] is g:
+            return hit[2]
     p = _probs(query, key, scale, is_causal, attn)
     dp = g.matmul(value.transpose(-2, -1))
-    if not _state.enabled:
-        ds = _scores_grad_kernel(p, dp)
-        if ds is not None:
-            return ds
-    return _scores_grad(p, dp)
+    ds = _scores_grad_kernel(p, dp) if not _state.enabled else None
+    if ds is None:
+        ds = _scores_grad(p, dp)
+    if not _state.enabled and attn is not None:
+        k = id(attn)
+        _DS[k] = (weakref.ref(attn, lambda _, k=k: _DS.pop(k, None)), g, ds)
+    return ds
 
 
 def _sdpa_query_grad(g, query, key, value, scale, is_causal, attn):

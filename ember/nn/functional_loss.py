@@ -13,6 +13,7 @@ import numpy as np
 
 import ember
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from .functional_cross_entropy import fused_ok as _ce_fused_ok, cross_entropy_fused as _ce_fused
 
 __all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
@@ -125,6 +126,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
+    if _ce_fused_ok(input, target, weight, reduction, label_smoothing):
+        return _ce_fused(input, target, ignore_index, reduction)
     (input, weight), dt = _up(input, weight)
     cdim = 1 if input.dim() >= 2 else 0
     c = input.shape[cdim] if input.dim() else 1

@@ -90,3 +90,44 @@ def test_tiled_max_pool_with_inf_gradient_and_nan_input_matches_torch():
     (ey, eg), (ty, tg) = _pool_both(x, g)
     np.testing.assert_array_equal(ey, ty)
     np.testing.assert_array_equal(eg, tg)
+
+
+def _ce_both(x, t, g, **kw):
+    out = []
+    for lib in (ember, torch):
+        X = lib.tensor(x, requires_grad=True)
+        y = lib.nn.functional.cross_entropy(X, lib.tensor(t), **kw)
+        gx, = lib.autograd.grad(y, X, lib.tensor(g), create_graph=True)
+        gg, = lib.autograd.grad((gx * gx).sum(), X)
+        y2 = lib.nn.functional.cross_entropy(X, lib.tensor(t), **kw)
+        y2.backward(lib.tensor(g))
+        out.append((y.detach().numpy(), gx.detach().numpy(), gg.numpy(), X.grad.numpy(),
+                    y.grad_fn.name()))
+    return out
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("ignore_index", [-100, 2])
+def test_fused_cross_entropy_matches_torch_to_second_order(dtype, reduction, ignore_index):
+    rng = np.random.default_rng(3)
+    x = (rng.standard_normal((9, 6)) * 4).astype(dtype)
+    t = rng.integers(0, 6, 9)
+    t[[1, 4]] = 2
+    g = rng.standard_normal(9).astype(dtype) if reduction == "none" else np.array(1.7, dtype)
+    e, tr = _ce_both(x, t, g, reduction=reduction, ignore_index=ignore_index)
+    assert e[4] == tr[4] == "NllLossBackward0"
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-12)
+    for a, b in zip(e[:4], tr[:4]):
+        np.testing.assert_allclose(a, b, **tol)
+
+
+def test_fused_cross_entropy_all_ignored_and_bad_targets_match_torch():
+    x = np.random.default_rng(4).standard_normal((3, 4))
+    e, tr = _ce_both(x, np.array([1, 1, 1]), np.array(1.0), ignore_index=1)
+    for a, b in zip(e[:4], tr[:4]):
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(b))
+    with pytest.raises(IndexError, match="out of bounds"):
+        ember.nn.functional.cross_entropy(ember.tensor(x), ember.tensor([0, 4, 1]))
+    with pytest.raises(IndexError):
+        torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor([0, 4, 1]))

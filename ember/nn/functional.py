@@ -14,6 +14,10 @@ import ember
 from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 from ..compiler.eager import EagerKernel
+from ..autograd.grad_mode import state as _state
+from ..autograd import graph as _graph
+from ..dispatch import wrap as _wrap
+from ..ops.pointwise import _erf_kernel
 
 
 def _check_p(p):
@@ -169,15 +173,13 @@ _gelu_backward_kernel = EagerKernel(_gelu_backward, "gelu_backward")
 
 
 def _gelu_fused_ok(input):
-    from ..autograd.grad_mode import state
-    return (not state.modes and not _amp.autocast_enabled and isinstance(input, ember.Tensor)
+    return (not _state.modes and not _amp.autocast_enabled and isinstance(input, ember.Tensor)
             and input.dtype in (ember.float32, ember.float64))
 
 
 def _gelu_grad(g, self, cdf):
-    from ..autograd.grad_mode import state
-    if cdf is None or state.enabled:
-        if not state.enabled:
+    if cdf is None or _state.enabled:
+        if not _state.enabled:
             r = _gelu_backward_kernel(g, self)
             if r is not None:
                 return r
@@ -187,10 +189,6 @@ def _gelu_grad(g, self, cdf):
 
 
 def _gelu_fused(input):
-    from ..autograd.grad_mode import state
-    from ..autograd import graph
-    from ..dispatch import wrap
-    from ..ops.pointwise import _erf_kernel
     res = _gelu_kernel(input)
     cdf = None
     if res is None:
@@ -200,10 +198,10 @@ def _gelu_fused(input):
             c = c.astype(a.dtype)
         np.multiply(c, 0.5, out=c)
         np.add(c, 0.5, out=c)
-        res = wrap(a * c, input.dtype)
-        cdf = wrap(c, input.dtype)
-    if state.enabled and input._requires_grad:
-        graph.record(_GELU, (input,), res, {"cdf": cdf})
+        res = _wrap(a * c, input.dtype)
+        cdf = _wrap(c, input.dtype)
+    if _state.enabled and input._requires_grad:
+        _graph.record(_GELU, (input,), res, {"cdf": cdf})
     return res
 
 

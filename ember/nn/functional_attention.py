@@ -80,8 +80,17 @@ def _fused_ok(q, k, v):
             and q._data.size and k._data.size and v._data.size)
 
 
+_BLOCKED = {}     # (L, S) -> PyTorch's top-left causal mask (True = blocked), made once
+
+
 def _causal_blocked(L, S):
-    return np.triu(np.ones((L, S), dtype=bool), 1)      # PyTorch's top-left causal mask
+    blocked = _BLOCKED.get((L, S))
+    if blocked is None:
+        if len(_BLOCKED) > 64:
+            _BLOCKED.clear()
+        blocked = _BLOCKED[(L, S)] = np.triu(np.ones((L, S), dtype=bool), 1)
+        blocked.flags.writeable = False
+    return blocked
 
 
 def _probs(query, key, scale, is_causal, attn):

@@ -398,6 +398,13 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise IndexError("index out of range in self")
     if max_norm is not None:
         _embedding_renorm_(weight, input, max_norm, norm_type)
+    if padding_idx is None and not scale_grad_by_freq and weight.dim() == 2 and \
+            not _state.modes and isinstance(weight, ember.Tensor):
+        # the eager fast path: one NumPy gather and one EmbeddingBackward0 node
+        out = _wrap(np.take(weight._data, input._data, axis=0), weight.dtype)
+        if _state.enabled and weight._requires_grad:
+            _graph.record(_EMBEDDING, (weight, input), out, {"shape": weight._data.shape})
+        return out
     # index_select's backward (index_add into zeros) takes the indices as a tensor, so a
     # compiler trace records a backward that reads each call's indices
     out = weight.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1]) \
@@ -410,6 +417,21 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         freq = ember.tensor(counts[inv].reshape(*idx.shape, 1), dtype=out.dtype)
         out.register_hook(lambda g: g / freq)
     return out
+
+
+def _embedding_grad(g, indices, shape):
+    d = shape[1]
+    return ember.zeros(shape, dtype=g.dtype).index_add(0, indices.reshape(-1),
+                                                       g.reshape(-1, d))
+
+
+def _make_embedding_op():
+    from ..ops.registry import OpDef, EXTERN
+    return OpDef("embedding", EXTERN, inputs=("weight", "indices"), attrs={"shape": None},
+                 grads={"weight": _embedding_grad}, node_name="EmbeddingBackward0")
+
+
+_EMBEDDING = _make_embedding_op()
 
 
 # ---- dropout ----

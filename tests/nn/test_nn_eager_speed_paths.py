@@ -131,3 +131,24 @@ def test_fused_cross_entropy_all_ignored_and_bad_targets_match_torch():
         ember.nn.functional.cross_entropy(ember.tensor(x), ember.tensor([0, 4, 1]))
     with pytest.raises(IndexError):
         torch.nn.functional.cross_entropy(torch.tensor(x), torch.tensor([0, 4, 1]))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_embedding_fast_path_matches_torch(dtype):
+    rng = np.random.default_rng(5)
+    w = rng.standard_normal((10, 4)).astype(dtype)
+    idx = np.array([[1, 3, 3], [9, 0, 1]])
+    g = rng.standard_normal((2, 3, 4)).astype(dtype)
+    res = []
+    for lib in (ember, torch):
+        W = lib.tensor(w, requires_grad=True)
+        out = lib.nn.functional.embedding(lib.tensor(idx), W)
+        G = lib.tensor(g, requires_grad=True)
+        gw, = lib.autograd.grad(out, W, G, create_graph=True)
+        gg, = lib.autograd.grad((gw * gw).sum(), G)       # the backward is linear in g
+        res.append((out.detach().numpy(), gw.detach().numpy(), gg.numpy(), out.grad_fn.name()))
+    for a, b in zip(res[0][:3], res[1][:3]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    assert res[0][3] == res[1][3] == "EmbeddingBackward0"
+    with pytest.raises(IndexError, match="index out of range"):
+        ember.nn.functional.embedding(ember.tensor([10]), ember.tensor(w))

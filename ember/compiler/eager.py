@@ -81,22 +81,21 @@ class EagerKernel:
             _ALL.remove(cf)           # compiler.reset() and explain() are about user code
         return cf
 
-    def usable(self, *tensors):
-        """Whether a call with these tensors would run the kernel (cheap checks only)."""
-        if not enabled or self.broken is not None or state.modes:
+    def usable(self, *args):
+        """Whether a call with these arguments would run the kernel (cheap checks only)."""
+        t0 = args[0]
+        if not enabled or self.broken is not None or state.modes or \
+                not isinstance(t0, Tensor) or t0._data.size < self.min_elements or \
+                t0.dtype not in _FLOATS:
             return False
-        t0 = tensors[0]
-        if not isinstance(t0, Tensor) or t0.dtype not in _FLOATS \
-                or t0._data.size < self.min_elements:
-            return False
-        for t in tensors[1:]:     # other floats must match (masks may be boolean)
-            if t.dtype is not t0.dtype and t.dtype is not D.bool_:
+        for t in args[1:]:     # other floats must match (masks may be boolean)
+            if isinstance(t, Tensor) and t.dtype is not t0.dtype and t.dtype is not D.bool_:
                 return False
         return True
 
     def __call__(self, *args):
         """The kernel's result for `args` (run under no_grad: no graph recorded), or None."""
-        if not self.usable(*[a for a in args if isinstance(a, Tensor)]):
+        if not self.usable(*args):
             return None
         if not self._lock.acquire(blocking=False):
             return None

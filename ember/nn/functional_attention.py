@@ -37,12 +37,18 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     mask is added. `is_causal` applies a lower-triangular mask. `enable_gqa` repeats the
     key/value heads (dim -3) to match the query heads."""
     if _amp.autocast_enabled: query, key, value, attn_mask = _amp_cast("scaled_dot_product_attention", query, key, value, attn_mask)
-    from .functional import softmax, dropout
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
+    if scale is None:
+        scale = 1.0 / math.sqrt(query._data.shape[-1] if isinstance(query, ember.Tensor)
+                                else query.shape[-1])
+    if attn_mask is None and dropout_p == 0.0 and _fused_ok(query, key, value) and (
+            not enable_gqa or query._data.ndim < 3 or
+            key._data.shape[-3] == query._data.shape[-3]):
+        return _sdpa_fused(query, key, value, is_causal, scale)
+    from .functional import softmax, dropout
     L, S = query.shape[-2], key.shape[-2]
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, dim=-3)
@@ -170,6 +176,18 @@ _SDPA = OpDef("scaled_dot_product_attention", EXTERN, inputs=("query", "key", "v
 
 
 _CAUSAL = {}     # (L, S, dtype) -> the causal mask as floats (keep, blocked), made once
+_NEG_INF = {}     # (L, S, NumPy dtype) -> 0 where allowed, -inf where blocked
+
+
+def _causal_neg_inf(L, S, np_dtype):
+    m = _NEG_INF.get((L, S, np_dtype))
+    if m is None:
+        if len(_NEG_INF) > 64:
+            _NEG_INF.clear()
+        m = _NEG_INF[(L, S, np_dtype)] = np.where(_causal_blocked(L, S), -np.inf, 0).astype(
+            np_dtype)
+        m.flags.writeable = False
+    return m
 
 
 def _causal_floats(L, S, dt):
@@ -196,10 +214,9 @@ def _sdpa_fused(query, key, value, is_causal, scale):
         p = p._data
     else:
         scores *= scores.dtype.type(scale)
-        if is_causal:
-            np.putmask(scores, np.broadcast_to(_causal_blocked(q.shape[-2], k.shape[-2]),
-                                               scores.shape), -np.inf)
-        scores -= scores.max(axis=-1, keepdims=True)
+        if is_causal:        # + 0 or -inf, broadcast over the batch dims
+            scores += _causal_neg_inf(q.shape[-2], k.shape[-2], scores.dtype)
+        scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
         p = np.exp(scores, out=scores)
         p /= np.add.reduce(p, axis=-1, keepdims=True)
     res = _wrap(np.matmul(p, v), dt)

@@ -76,11 +76,13 @@ def _norm_shape(normalized_shape):
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing `normalized_shape` dims; then ``* weight + bias``."""
     shape = _norm_shape(normalized_shape)
-    if tuple(input.shape[input.dim() - len(shape):]) != shape or len(shape) > input.dim():
+    ishape = input._data.shape if isinstance(input, Tensor) else tuple(input.shape)
+    nd = len(ishape)
+    if tuple(ishape[nd - len(shape):]) != shape or len(shape) > nd:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*, {', '.join(map(str, shape))}], but got input of size"
                            f"{list(input.shape)}")
-    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    dims = tuple(range(nd - len(shape), nd))
     if _fused_ok(input, weight, bias, shape):
         return _layer_norm_fused(input, weight, bias, dims, eps)
     mean = input.mean(dims, keepdim=True)

@@ -98,9 +98,18 @@ def _fname(dt):
 
 
 # ---- matmul family ------------------------------------------------------------------------
+def _plain_mm(g, t):
+    """True when a matrix-product gradient may be one np.matmul: float matrices of g's dtype,
+    and nothing that `g @ t.mT` would do besides (record a graph, call a mode, autocast)."""
+    return (g.dtype is t.dtype and g.dtype in _FAST_MATMUL and not state.enabled
+            and not state.modes and not state.autocast_enabled)
+
+
 def _mm_self_grad(g, self, other):
     sd, od = self._data.ndim, other._data.ndim
     if sd > 1 and od > 1:
+        if _plain_mm(g, other):
+            return wrap(_matmul_arrays(g._data, other._data.swapaxes(-1, -2)), g.dtype)
         return g @ other.mT
     if sd == 1 and od == 1:
         return g * other
@@ -112,6 +121,8 @@ def _mm_self_grad(g, self, other):
 def _mm_other_grad(g, self, other):
     sd, od = self._data.ndim, other._data.ndim
     if sd > 1 and od > 1:
+        if _plain_mm(g, self):
+            return wrap(_matmul_arrays(self._data.swapaxes(-1, -2), g._data), g.dtype)
         return self.mT @ g
     if sd == 1 and od == 1:
         return g * self
@@ -777,7 +788,7 @@ _LINEAR = OpDef("linear", EXTERN, inputs=("self", "weight", "bias"),
 # of weight.T, made once per weight and kept (weakly, beside its storage) until the weight
 # changes (its version counter moves).
 _FEW_ROWS = 128
-_WEIGHT_T = weakref.WeakKeyDictionary()     # Storage -> ((version, layout), weight.T copy)
+_WEIGHT_T = weakref.WeakKeyDictionary()   # Storage -> (version, array, layout, weight.T copy)
 
 
 def _weight_t(weight, w, a):
@@ -785,12 +796,14 @@ def _weight_t(weight, w, a):
             (state.enabled and weight._requires_grad):
         return w.T
     st = weight._storage_obj()
-    key = (st.version, w.__array_interface__["data"][0], w.shape, w.strides)
     hit = _WEIGHT_T.get(st)
-    if hit is not None and hit[0] == key:
-        return hit[1]
+    if hit is not None and hit[0] == st.version and hit[1] is w:     # the usual: same array
+        return hit[3]
+    key = (w.__array_interface__["data"][0], w.shape, w.strides)
+    if hit is not None and hit[0] == st.version and hit[2] == key:
+        return hit[3]
     wt = np.ascontiguousarray(w.T)
-    _WEIGHT_T[st] = (key, wt)
+    _WEIGHT_T[st] = (st.version, w, key, wt)
     return wt
 
 

@@ -222,8 +222,16 @@ def _elem_strides(a):
 
 def _reshape_ok(a):
     """True when NumPy's reshape gives PyTorch's view strides: the strides are exactly the
-    contiguous ones (NumPy's flag also allows any stride on size-1 dims; PyTorch keeps those)."""
-    return a.flags.c_contiguous and a.size and 1 not in a.shape
+    contiguous ones (NumPy's flag also allows any stride on size-1 dims; PyTorch keeps those,
+    so with size-1 dims the strides are compared with the contiguous ones)."""
+    if not (a.flags.c_contiguous and a.size):
+        return False
+    return 1 not in a.shape or a.strides == _contiguous_bytes(a.shape, a.itemsize)
+
+
+@functools.lru_cache(maxsize=1024)
+def _contiguous_bytes(shape, itemsize):
+    return tuple(s * itemsize for s in S.contiguous_strides(shape))
 
 
 def _view_arr(a, shape):

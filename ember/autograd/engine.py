@@ -90,24 +90,9 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
                                "a grad_fn")
         root_edges.append(edge_of(t))
+    deps = _dependencies(root_edges)
 
-    # dependencies: how many gradient contributions each node waits for (a node reached
-    # from two roots, e.g. both outputs of aminmax, is walked once)
-    deps = {}
-    stack = list(dict.fromkeys(n for n, _ in root_edges))
-    seen = set(stack)
-    while stack:
-        node = stack.pop()
-        for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-
-    captures = None
-    needed = None
+    captures = targets = needed = None
     if inputs is not None:
         captures = {}
         targets = {}
@@ -118,9 +103,9 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
             targets.setdefault(e, []).append(k)
         needed = _needed_nodes(root_edges, {n for n, _ in targets})
 
-    # buffers: node -> {output_nr: summed gradient}. `owned` remembers, for the gradients
-    # bound for a leaf, those that no one else holds (the leaf may keep them as .grad
-    # without a copy); other nodes never need to know
+    # buffers: node -> {output_nr: summed gradient}. `owned_flags` remembers, for the
+    # gradients bound for a leaf, those that no one else holds (the leaf may keep them as
+    # .grad without a copy); other nodes never need to know
     buffers = {}
     owned_flags = {}
     for (node, nr), g in zip(root_edges, root_grads):
@@ -130,73 +115,70 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
     state.enabled = bool(create_graph)
     heappush, heappop = heapq.heappush, heapq.heappop
     run_node = _run_node           # looked up once per backward (the profiler wraps it)
+    leaf_args = (create_graph, accumulate, captures, targets, needed)
     try:
         ready = []
         for node, _ in root_edges:
-            if deps.get(node, 0) == 0 and node not in (r[2] for r in ready):
+            if node not in deps and all(r[2] is not node for r in ready):
                 heappush(ready, (-node._seq, id(node), node))
-        done = set()
+        # each node is pushed exactly once: a root only when nothing else feeds it, any
+        # other node when its last contribution arrives. Leaves run as soon as their last
+        # contribution arrives (PyTorch gives AccumulateGrad the highest priority)
         while ready:
             node = heappop(ready)[2]
-            if node in done:
-                continue
-            done.add(node)
             buf = buffers.pop(node, None)
             if buf is None:
                 buf = {}
-            is_leaf = type(node) is AccumulateGrad or isinstance(node, AccumulateGrad)
-            if node._tensor_prehooks or node._retain_prehooks:
+            if type(node) is AccumulateGrad or isinstance(node, AccumulateGrad):
+                _run_leaf(node, buf, owned_flags.pop(node, None) or {}, *leaf_args)
+                continue
+            if node._tensor_prehooks is not None or node._retain_prehooks is not None:
                 buf = _call_tensor_prehooks(node, buf)
-            if is_leaf:
-                owned = owned_flags.pop(node, None) or {}
-                if node.variable._hooks and 0 in buf:
-                    g = _leaf_hooks(node.variable, buf[0])
-                    if g is not buf[0]:
-                        buf[0], owned[0] = g, False
-            if inputs is not None:
-                for nr, g in buf.items():
-                    for k in targets.get((node, nr), ()):
-                        captures[k] = g
+            if captures is not None:
+                _capture(node, buf, targets, captures)
                 if node not in needed:
                     continue
-            if is_leaf:
-                g = buf.get(0)
-                if g is not None and accumulate:
-                    _accumulate(node, g, owned.get(0, False), create_graph)
-                continue
             outs = run_node(node, buf, create_graph)
             if not retain_graph:
                 node.release()
             for (nxt, nr), g in zip(node.next_functions, outs):
                 if nxt is None:
                     continue
+                n = deps[nxt] - 1
+                deps[nxt] = n
+                if type(nxt) is AccumulateGrad or isinstance(nxt, AccumulateGrad):
+                    nbuf = buffers.get(nxt)
+                    if n == 0 and nbuf is None:
+                        # a leaf's only gradient: straight in (the common case)
+                        if g is not None:
+                            if (captures is None and accumulate and nxt._tensor_prehooks is None
+                                    and nxt._retain_prehooks is None and nr == 0
+                                    and not nxt.variable._hooks):
+                                _accumulate(nxt, g, _is_own(g, buf), create_graph)
+                            else:
+                                _run_leaf(nxt, {nr: g}, {nr: _is_own(g, buf)}, *leaf_args)
+                        continue
+                    if g is not None:
+                        if nbuf is None:
+                            buffers[nxt] = {nr: g}
+                            owned_flags[nxt] = {nr: _is_own(g, buf)}
+                        elif nr in nbuf:
+                            nbuf[nr] = nbuf[nr] + g
+                            owned_flags[nxt][nr] = True
+                        else:
+                            nbuf[nr] = g
+                            owned_flags[nxt][nr] = _is_own(g, buf)
+                    if n == 0 and nxt in buffers:
+                        _run_leaf(nxt, buffers.pop(nxt), owned_flags.pop(nxt), *leaf_args)
+                    continue
                 if g is not None:
                     nbuf = buffers.get(nxt)
                     if nbuf is None:
                         buffers[nxt] = {nr: g}
-                        if type(nxt) is AccumulateGrad or isinstance(nxt, AccumulateGrad):
-                            # a gradient this node passed through unchanged is not its own
-                            own = True
-                            for x in buf.values():
-                                if g is x:
-                                    own = False
-                            owned_flags[nxt] = {nr: own}
                     elif nr in nbuf:
                         nbuf[nr] = nbuf[nr] + g
-                        flags = owned_flags.get(nxt)
-                        if flags is not None:
-                            flags[nr] = True
                     else:
                         nbuf[nr] = g
-                        flags = owned_flags.get(nxt)
-                        if flags is not None:
-                            own = True
-                            for x in buf.values():
-                                if g is x:
-                                    own = False
-                            flags[nr] = own
-                n = deps[nxt] - 1
-                deps[nxt] = n
                 if n == 0 and (needed is None or nxt in needed):
                     heappush(ready, (-nxt._seq, id(nxt), nxt))
     finally:
@@ -205,6 +187,59 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
     if inputs is not None:
         return [captures.get(k) for k in range(len(inputs))]
     return None
+
+
+def _run_leaf(node, buf, owned, create_graph, accumulate, captures, targets, needed):
+    """A leaf's AccumulateGrad: its hooks, then the sum of its gradients into ``.grad``."""
+    if node._tensor_prehooks is not None or node._retain_prehooks is not None:
+        buf = _call_tensor_prehooks(node, buf)
+    if node.variable._hooks and 0 in buf:
+        g = _leaf_hooks(node.variable, buf[0])
+        if g is not buf[0]:
+            buf[0], owned[0] = g, False
+    if captures is not None:
+        _capture(node, buf, targets, captures)
+        if node not in needed:
+            return
+    g = buf.get(0)
+    if g is not None and accumulate:
+        _accumulate(node, g, owned.get(0, False), create_graph)
+
+
+def _dependencies(root_edges):
+    """How many gradient contributions each node waits for (a node reached from two roots,
+    e.g. both outputs of aminmax, is walked once); roots nothing feeds are absent."""
+    deps = {}
+    stack = list(dict.fromkeys(n for n, _ in root_edges))
+    seen = set(stack)
+    while stack:
+        for nxt, _ in stack.pop().next_functions:
+            if nxt is None:
+                continue
+            n = deps.get(nxt)
+            if n is None:
+                deps[nxt] = 1
+                if nxt not in seen:       # (a root is seen but has no count yet)
+                    seen.add(nxt)
+                    stack.append(nxt)
+            else:
+                deps[nxt] = n + 1
+    return deps
+
+
+def _is_own(g, buf):
+    """A gradient a node passed through unchanged (one of its incoming ones) is not its own."""
+    for x in buf.values():
+        if g is x:
+            return False
+    return True
+
+
+def _capture(node, buf, targets, captures):
+    """autograd.grad: keep the gradients flowing into the requested inputs' edges."""
+    for nr, g in buf.items():
+        for k in targets.get((node, nr), ()):
+            captures[k] = g
 
 
 def _needed_nodes(root_edges, target_nodes):
@@ -258,20 +293,15 @@ def _call_tensor_prehooks(node, buf):
 
 def _run_node(node, buf, create_graph):
     if len(buf) == 1 and 0 in buf:
-        g0 = buf[0]
-        grads = (g0,)
-        empty = g0 is None
+        grads = (buf[0],)
     else:
-        n_out = max(buf) + 1 if buf else 1
-        grads = tuple(buf.get(i) for i in range(n_out))
-        empty = all(g is None for g in grads)
+        grads = tuple(buf.get(i) for i in range(max(buf) + 1)) if buf else (None,)
     if node._prehooks:
         for h in list(node._prehooks):
             r = h(grads)
             if r is not None:
                 grads = tuple(r)
-        empty = all(g is None for g in grads)
-    if empty:
+    if grads[0] is None and all(g is None for g in grads):
         return (None,) * len(node.next_functions)
     try:
         outs = node.apply(grads)
@@ -280,15 +310,13 @@ def _run_node(node, buf, create_graph):
             report_trace(node)
         raise
     fixed = []
-    i = 0
     for g, meta in zip(outs, node._input_meta):
         if g is not None and meta is not None:
             if not isinstance(g, Tensor):
                 g = _full(meta[0], g, dtype=meta[1])
             if g._data.shape != meta[0] or g.dtype is not meta[1]:
-                g = _fix_grad(node, i, g, meta)
+                g = _fix_grad(node, len(fixed), g, meta)
         fixed.append(g)
-        i += 1
     if state.anomaly:
         anomaly_check(node, fixed)
     if node._hooks:
@@ -319,7 +347,12 @@ def _make_grads(outputs, grad_outputs, create_graph):
             if not t.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                    f"outputs but got {t.dtype}")
-            g = _ones_like(t)
+            if t._data.ndim == 0 and not state.modes:
+                # the usual `loss.backward()`: a 0-d one, made directly (ones_like's result)
+                g = Tensor._make(np.array(1, t.dtype.np), t.dtype)
+                g._inference = state.inference
+            else:
+                g = _ones_like(t)
         elif not isinstance(g, Tensor):
             from ..ops.creation import full_like
             g = full_like(t, g)

@@ -6,6 +6,7 @@ had when saved. `next_functions` points at the producers of the inputs: other no
 `AccumulateGrad` for a leaf. Saving an op's own output keeps a detached alias, never the
 output itself, so a graph nobody references is freed by reference counting alone.
 """
+import itertools
 import os
 import re
 import traceback
@@ -21,7 +22,6 @@ class Node:
     """A backward function in the graph (PyTorch's ``grad_fn``)."""
     __slots__ = ("next_functions", "_input_meta", "_hooks", "_prehooks", "_tensor_prehooks",
                  "_retain_prehooks", "_trace", "_seq", "_base_fn", "__weakref__")
-    _counter = [0]
 
     def _setup(self, edges, meta):
         self.next_functions = edges
@@ -30,8 +30,7 @@ class Node:
         # for a view's node: the base's grad_fn when the view was made (see edge_of)
         self._base_fn = _UNTRACKED
         self._trace = _forward_trace() if state.anomaly else None
-        Node._counter[0] += 1
-        self._seq = Node._counter[0]
+        self._seq = _next_seq()   # creation order: the engine runs later nodes first
 
     def name(self):
         return type(self).__name__
@@ -74,6 +73,9 @@ class Node:
     @property
     def metadata(self):
         return {}
+
+
+_next_seq = itertools.count(1).__next__
 
 
 class RemovableHandle:
@@ -136,27 +138,7 @@ class SavedTensor:
         self.released = False
 
     def unpack(self, node):
-        if self.released:
-            raise RuntimeError(
-                "Trying to backward through the graph a second time (or directly access saved "
-                "tensors after they have already been freed). Saved intermediate values of the "
-                "graph are freed when you call .backward() or autograd.grad(). Specify "
-                "retain_graph=True if you need to backward through the graph a second time or "
-                "if you need to access saved tensors after calling backward.")
-        t = self.tensor
-        if t._version != self.version:
-            from ..dispatch import torch_name
-            # PyTorch names the producer without "Backward0": the saving node for an output,
-            # the tensor's current grad_fn for an input; leaves get no clause
-            producer = node if self.is_output else t.grad_fn
-            which = "" if producer is None else \
-                f", which is output {t._output_nr} of {_op_name(producer)},"
-            raise RuntimeError(
-                "one of the variables needed for gradient computation has been modified by an "
-                f"inplace operation: [ember.{torch_name(t.dtype)}Tensor {list(t._data.shape)}]"
-                f"{which} is at version {t._version}; expected version {self.version} "
-                "instead. Hint: enable anomaly detection to find the operation that failed to "
-                "compute its gradient, with ember.autograd.set_detect_anomaly(True).")
+        t = self.unpack_values(node)
         if self.is_output:
             alias = Tensor._make(t._data, t.dtype)
             alias._storage = t._storage
@@ -165,6 +147,36 @@ class SavedTensor:
             alias._output_nr = t._output_nr
             return alias
         return t
+
+    def unpack_values(self, node):
+        """The saved tensor after the checks; a saved output comes back as the stored alias,
+        without its history (enough for a formula that runs without recording)."""
+        if self.released:
+            raise RuntimeError(
+                "Trying to backward through the graph a second time (or directly access saved "
+                "tensors after they have already been freed). Saved intermediate values of the "
+                "graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or "
+                "if you need to access saved tensors after calling backward.")
+        t = self.tensor
+        st = t._storage
+        if (0 if st is None else st.version) != self.version:
+            self._stale(node, t)
+        return t
+
+    def _stale(self, node, t):
+        from ..dispatch import torch_name
+        # PyTorch names the producer without "Backward0": the saving node for an output,
+        # the tensor's current grad_fn for an input; leaves get no clause
+        producer = node if self.is_output else t.grad_fn
+        which = "" if producer is None else \
+            f", which is output {t._output_nr} of {_op_name(producer)},"
+        raise RuntimeError(
+            "one of the variables needed for gradient computation has been modified by an "
+            f"inplace operation: [ember.{torch_name(t.dtype)}Tensor {list(t._data.shape)}]"
+            f"{which} is at version {t._version}; expected version {self.version} "
+            "instead. Hint: enable anomaly detection to find the operation that failed to "
+            "compute its gradient, with ember.autograd.set_detect_anomaly(True).")
 
 
 def _op_name(node):
@@ -181,8 +193,12 @@ class OpNode(Node):
         g = grads[0]
         out = []
         saved = self._saved
+        needs = self._needs
+        # without create_graph (and no mode watching) a formula only reads a saved output's
+        # values: the stored alias serves; with it, the formula needs the output's history
+        plain = not state.enabled and not state.modes
         for need, inp, formula, reads in self.op._apply_plan or _apply_plan(self.op):
-            if not self._needs[need]:
+            if not needs[need]:
                 out.append(None)
                 continue
             if formula is None:
@@ -191,11 +207,13 @@ class OpNode(Node):
             if not reads:
                 out.append(formula(g))
                 continue
-            kwargs = {}
-            for p in reads:
+            args = [g]
+            for p in reads:   # a formula's parameters are what it reads, in order
                 v = saved[p]
-                kwargs[p] = v.unpack(self) if type(v) is SavedTensor else v
-            out.append(formula(g, **kwargs))
+                if type(v) is SavedTensor:
+                    v = v.unpack_values(self) if plain else v.unpack(self)
+                args.append(v)
+            out.append(formula(*args))
         return tuple(out)
 
     def release(self):
@@ -209,7 +227,7 @@ class OpNode(Node):
             if type(v) is SavedTensor:
                 v.released = True
                 v.tensor = None
-            elif k in wrapped:
+            elif wrapped and k in wrapped:
                 saved[k] = _RELEASED_SCALAR
 
     def __getattr__(self, name):
@@ -265,55 +283,89 @@ def edge_of(t):
 
 
 def _save_plan(op):
-    """Per input: what its formula reads, as (name, where) with where = input index,
-    "result" or "attr" — computed once per op so recording does no name lookups."""
+    """What recording saves, computed once per op so it does no name lookups: one
+    (name, kind, index, readers) per value some formula reads. kind is _INPUT (the input at
+    `index`), _OUTPUT or _ATTR; `readers` is a bit mask of the inputs whose formulas read
+    the value: it is saved only when one of them needs a gradient."""
     plan = op.__dict__.get("_plan")
     if plan is None:
         names = op.inputs
-        plan = tuple(tuple((p, names.index(p) if p in names else
-                            ("result" if p == "result" else "attr"))
-                           for p in op.saves.get(inp, ())) for inp in names)
+        readers = {}
+        for i, inp in enumerate(names):
+            for p in op.saves.get(inp, ()):
+                readers[p] = readers.get(p, 0) | (1 << i)
+        plan = tuple((p, _INPUT, names.index(p), mask) if p in names else
+                     (p, _OUTPUT if p == "result" else _ATTR, -1, mask)
+                     for p, mask in readers.items())
         op._plan = plan
     return plan
+
+
+_INPUT, _OUTPUT, _ATTR = 0, 1, 2
 
 
 def make_node(op, args, attrs, result, inputs_for_save=None):
     """Build the node for one call of `op`; `args` are its inputs in OpDef.inputs order.
     An output the formulas read is saved only when `result` is given (else marked)."""
     cls = op.node_class or node_class(op)
-    node = cls.__new__(cls)
+    node = _new(cls)
     edges, meta, needs = [], [], []
+    mask, bit = 0, 1     # `needs` as bits, to test a saved value's readers at once
     for x in args:
         if isinstance(x, Tensor):
-            e = edge_of(x)
+            fn = x.grad_fn
+            if fn is not None and fn._base_fn is _UNTRACKED:   # edge_of's common case
+                e = (fn, x._output_nr)
+            else:
+                e = edge_of(x)
             edges.append(e)
             meta.append((x._data.shape, x.dtype))
-            needs.append(e[0] is not None)
+            if e[0] is not None:
+                needs.append(True)
+                mask |= bit
+            else:
+                needs.append(False)
         else:
             edges.append(_NO_EDGE)
             meta.append(None)
             needs.append(False)
+        bit <<= 1
     node._setup(tuple(edges), tuple(meta))
     node._needs = needs
     saved = {}
-    src = inputs_for_save or args
-    for i, reads in enumerate(_save_plan(op)):
-        if not needs[i]:
-            continue
-        for p, where in reads:
-            if p in saved:
+    plan = op.__dict__.get("_plan")
+    if plan is None:
+        plan = _save_plan(op)
+    if plan:
+        src = inputs_for_save or args
+        for p, kind, where, readers in plan:
+            if not mask & readers:
                 continue
-            if where == "result":
-                saved[p] = _RESULT
-            elif where == "attr":
-                saved[p] = attrs.get(p, op.attrs.get(p))
-            else:
+            if kind == _INPUT:
                 v = src[where]
-                saved[p] = SavedTensor(v, False) if isinstance(v, Tensor) else v
+                saved[p] = _save_input(v) if isinstance(v, Tensor) else v
+            elif kind == _OUTPUT:
+                saved[p] = _RESULT
+            else:
+                saved[p] = attrs.get(p, op.attrs.get(p))
     node._saved = saved
     return node
 
 
+def _save_input(t):
+    """SavedTensor(t, False), without the call overhead (recording saves on every op)."""
+    if t._inference:
+        raise RuntimeError(_INFERENCE_SAVED)
+    s = _new(SavedTensor)
+    s.tensor = t
+    st = t._storage
+    s.version = 0 if st is None else st.version
+    s.is_output = False
+    s.released = False
+    return s
+
+
+_new = object.__new__
 _NO_EDGE = (None, 0)
 _RESULT = ("result",)
 

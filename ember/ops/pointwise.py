@@ -657,8 +657,19 @@ _relu_backward = defpw("threshold_backward", _mask_positive, inputs=("self", "re
                        node_name="ThresholdBackwardBackward0",
                        grads={"self": lambda g, result: _relu_backward(g, result),
                               "result": lambda g: _zeros(g)})
-relu = _unary("relu", None, lambda g, result: _relu_backward(g, result), rule=rule_promote,
-              errstate=False, kernel=_relu_kernel)
+_PLAIN_MASK = (D.float32, D.float64)
+
+
+def _relu_grad(g, result):
+    if (g.dtype is result.dtype and g.dtype in _PLAIN_MASK and not dispatch.state.enabled
+            and not dispatch.state.modes):
+        # nothing to record, no mode watching: threshold_backward's own fast path, called
+        # directly
+        return dispatch.wrap(_mask_positive(g._data, result._data), g.dtype)
+    return _relu_backward(g, result)
+
+
+relu = _unary("relu", None, _relu_grad, rule=rule_promote, errstate=False, kernel=_relu_kernel)
 
 
 def _nan_to_num_kernel(xp, a, nan=0.0, posinf=None, neginf=None):

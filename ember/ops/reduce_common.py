@@ -16,10 +16,12 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core import strides as S
+from ..core.tensor import make_view
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, REDUCTION
+from .view import strided_view
 
 LOWP = (D.float16, D.bfloat16)
 
@@ -68,6 +70,10 @@ def restore(t, shape, ds, keepdim):
 def expand_grad(g, shape, ds, keepdim):
     """Broadcast a reduced gradient back to the input's `shape`."""
     if ds is None and not g._data.ndim:
+        if not state.enabled and not state.modes:
+            # nothing records (no create_graph) and no mode watches: the view `expand` makes
+            # (every stride 0), built directly
+            return make_view(g, strided_view(g._data, shape, (0,) * len(shape)))
         return g.expand(shape)      # a 0-d gradient broadcasts as it is (whole-tensor sums)
     return restore(g, shape, ds, keepdim).expand(shape)
 

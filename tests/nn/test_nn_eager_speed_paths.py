@@ -152,3 +152,15 @@ def test_embedding_fast_path_matches_torch(dtype):
     assert res[0][3] == res[1][3] == "EmbeddingBackward0"
     with pytest.raises(IndexError, match="index out of range"):
         ember.nn.functional.embedding(ember.tensor([10]), ember.tensor(w))
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_index_add_with_many_duplicate_indices_matches_torch(dim):
+    # >= 256 indices of whole slices take the sort-and-reduce path
+    rng = np.random.default_rng(6)
+    base = rng.standard_normal((50, 40))
+    idx = rng.integers(0, 50 if dim == 0 else 40, 600)
+    src = rng.standard_normal((600, 40) if dim == 0 else (50, 600))
+    e = ember.tensor(base).index_add(dim, ember.tensor(idx), ember.tensor(src), alpha=0.5)
+    t = torch.tensor(base).index_add(dim, torch.tensor(idx), torch.tensor(src), alpha=0.5)
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)

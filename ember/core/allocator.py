@@ -5,7 +5,7 @@ NumPy takes array memory from malloc. glibc serves blocks above its mmap thresho
 big temporary of an eager step (a (16, 64, 512) float32 activation is 2 MiB) page-faults
 all over again: ~5,000 minor faults, about a third of a small GPT's training step here.
 PyTorch avoids this with its own allocator. ember asks glibc, once at import, to serve
-blocks up to 256 MiB from its heap and to keep up to 1 GiB of freed heap instead of
+blocks up to 256 MiB (32 MiB where glibc allows no more) from its heap and to keep up to 1 GiB of freed heap instead of
 trimming it, so a step reuses the memory the previous one freed (3 faults per step).
 
 The cost: memory freed by a big step stays with the process (peak resident memory is
@@ -40,7 +40,8 @@ def tune_malloc():
         return False
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     mallopt.restype = ctypes.c_int
-    applied = bool(mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD)
-                   and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+    # some glibc versions refuse an mmap threshold above 32 MiB (HEAP_MAX_SIZE / 2)
+    mmap_ok = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD) or mallopt(M_MMAP_THRESHOLD, 32 << 20)
+    applied = bool(mmap_ok and mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD)
                    and mallopt(M_TOP_PAD, TOP_PAD))
     return applied

@@ -5,8 +5,9 @@ NumPy takes array memory from malloc. glibc serves blocks above its mmap thresho
 big temporary of an eager step (a (16, 64, 512) float32 activation is 2 MiB) page-faults
 all over again: ~5,000 minor faults, about a third of a small GPT's training step here.
 PyTorch avoids this with its own allocator. ember asks glibc, once at import, to serve
-blocks up to 256 MiB (32 MiB where glibc allows no more) from its heap and to keep up to 1 GiB of freed heap instead of
-trimming it, so a step reuses the memory the previous one freed (3 faults per step).
+blocks up to 256 MiB (32 MiB where glibc allows no more) from its heap and to keep up to
+1 GiB of freed heap instead of trimming it, so a step reuses the memory the previous one
+freed (3 faults per step).
 
 The cost: memory freed by a big step stays with the process (peak resident memory is
 unchanged). `EMBER_MALLOC_TUNING=0` leaves malloc alone, as does any MALLOC_*_ environment

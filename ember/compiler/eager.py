@@ -25,6 +25,7 @@ from ..core.tensor import Tensor
 from ..autograd.grad_mode import state, no_grad
 from . import config
 from .api import CompiledFunction, _ALL
+from .tracer import GraphBreakError
 
 # below this many elements a kernel call (~10-20 us of guards and ctypes) buys little
 MIN_ELEMENTS = 4096
@@ -115,6 +116,9 @@ class EagerKernel:
                 return out
         except _Unavailable:
             self.broken = "the C backend is unavailable"
+            return None
+        except GraphBreakError as e:     # a composition that cannot be captured: stay eager
+            self.broken = f"graph break: {e}"
             return None
         finally:
             self._lock.release()

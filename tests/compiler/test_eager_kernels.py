@@ -207,3 +207,10 @@ def test_big_temporaries_reuse_memory_without_page_faults():
     assert applied and faults < 100          # 4 MiB arrays: 1,024 pages each if fresh
     applied, _ = _run_faults(dict(os.environ, EMBER_MALLOC_TUNING="0"))
     assert not applied
+
+
+def test_a_composition_that_breaks_the_graph_stays_eager():
+    k = eager.EagerKernel(lambda x: x * float(x.sum()), "test_break")
+    x = ember.randn(64, 128)
+    assert k(x) is None and k.broken.startswith("graph break")
+    assert k(x) is None and k.calls == 0

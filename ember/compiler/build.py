@@ -230,15 +230,21 @@ def load_kernel(kernel):
     if _logging_on("code"):
         log.debug("generated C for %s:\n%s", kernel.describe(), source.split(
             "/* ---- end of ember math ---- */")[-1])
+    lib, path = _load_library(source, kernel.describe())
+    fn = _memory[kernel] = KernelFn(kernel, lib, path)
+    return fn
+
+
+def _load_library(source, what):
+    """(loaded library, path) of `source`, from the disk cache or compiled; counted and
+    logged (EMBER_LOGS=cache) under `what`."""
     path, hit = build_library(source)
     lib = _dlopen(path, source)
     if hit:
         stats["disk_hits"] += 1
     if _logging_on("cache"):
-        log.debug("kernel cache %s: %s (%s)", "hit" if hit else "miss, compiled",
-                  kernel.describe(), path)
-    fn = _memory[kernel] = KernelFn(kernel, lib, path)
-    return fn
+        log.debug("kernel cache %s: %s (%s)", "hit" if hit else "miss, compiled", what, path)
+    return lib, path
 
 
 def load_kernels(kernels):
@@ -251,13 +257,7 @@ def load_kernels(kernels):
         source = generate_many(missing, names)
         if _logging_on("code"):
             log.debug("generated C for %d kernels:\n%s", len(missing), source)
-        path, hit = build_library(source)
-        lib = _dlopen(path, source)
-        if hit:
-            stats["disk_hits"] += 1
-        if _logging_on("cache"):
-            log.debug("kernel cache %s: %d kernels (%s)", "hit" if hit else "miss, compiled",
-                      len(missing), path)
+        lib, path = _load_library(source, f"{len(missing)} kernels")
         for k, n in zip(missing, names):
             _memory[k] = KernelFn(k, lib, path, n)
     else:

@@ -22,13 +22,17 @@ _num_threads = _default()
 _num_interop_threads = _num_threads
 
 
+def _positive(n, name):
+    n = int(n)
+    if n < 1:
+        raise RuntimeError(f"{name} expects a positive integer")
+    return n
+
+
 def set_num_threads(n):
     """Set the threads used by compiled kernels and by BLAS (matmul)."""
     global _num_threads
-    n = int(n)
-    if n < 1:
-        raise RuntimeError("set_num_threads expects a positive integer")
-    _num_threads = n
+    _num_threads = n = _positive(n, "set_num_threads")
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:
@@ -44,10 +48,7 @@ def get_num_threads():
 def set_num_interop_threads(n):
     """Recorded only: ember runs no inter-op thread pool."""
     global _num_interop_threads
-    n = int(n)
-    if n < 1:
-        raise RuntimeError("set_num_interop_threads expects a positive integer")
-    _num_interop_threads = n
+    _num_interop_threads = _positive(n, "set_num_interop_threads")
 
 
 def get_num_interop_threads():

@@ -163,9 +163,13 @@ def _gelu_exact(x):
     return x * 0.5 * (1.0 + (x * _SQRT1_2).erf())
 
 
-def _gelu_backward(g, x):
-    cdf = (x * _SQRT1_2).erf() * 0.5 + 0.5
+def _gelu_grad_of(g, x, cdf):
+    """g * (Phi(x) + x * phi(x)), given Phi(x)."""
     return g * (cdf + x * ((x * x * -0.5).exp() * _INV_SQRT_2PI))
+
+
+def _gelu_backward(g, x):
+    return _gelu_grad_of(g, x, (x * _SQRT1_2).erf() * 0.5 + 0.5)
 
 
 _gelu_kernel = EagerKernel(_gelu_exact, "gelu")
@@ -184,8 +188,7 @@ def _gelu_grad(g, self, cdf):
             if r is not None:
                 return r
         return _gelu_backward(g, self)
-    pdf = (self * self * -0.5).exp() * _INV_SQRT_2PI
-    return g * (cdf + self * pdf)
+    return _gelu_grad_of(g, self, cdf)
 
 
 def _gelu_fused(input):

@@ -3,6 +3,7 @@ attention forward used by nn.MultiheadAttention. Compositions of ember ops.
 
     out = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # (..., L, Ev)
 """
+import functools
 import math
 import weakref
 
@@ -94,16 +95,12 @@ def _fused_ok(q, k, v):
             and q._data.size and k._data.size and v._data.size)
 
 
-_BLOCKED = {}     # (L, S) -> PyTorch's top-left causal mask (True = blocked), made once
-
-
+# the causal masks are made once per size (and dtype): every step of a model asks again
+@functools.lru_cache(maxsize=64)
 def _causal_blocked(L, S):
-    blocked = _BLOCKED.get((L, S))
-    if blocked is None:
-        if len(_BLOCKED) > 64:
-            _BLOCKED.clear()
-        blocked = _BLOCKED[(L, S)] = np.triu(np.ones((L, S), dtype=bool), 1)
-        blocked.flags.writeable = False
+    """PyTorch's top-left causal mask, True where attention is blocked."""
+    blocked = np.triu(np.ones((L, S), dtype=bool), 1)
+    blocked.flags.writeable = False
     return blocked
 
 
@@ -183,30 +180,20 @@ _SDPA = OpDef("scaled_dot_product_attention", EXTERN, inputs=("query", "key", "v
               node_name="ScaledDotProductAttentionBackward0")
 
 
-_CAUSAL = {}     # (L, S, dtype) -> the causal mask as floats (keep, blocked), made once
-_NEG_INF = {}     # (L, S, NumPy dtype) -> 0 where allowed, -inf where blocked
-
-
+@functools.lru_cache(maxsize=64)
 def _causal_neg_inf(L, S, np_dtype):
-    m = _NEG_INF.get((L, S, np_dtype))
-    if m is None:
-        if len(_NEG_INF) > 64:
-            _NEG_INF.clear()
-        m = _NEG_INF[(L, S, np_dtype)] = np.where(_causal_blocked(L, S), -np.inf, 0).astype(
-            np_dtype)
-        m.flags.writeable = False
+    """0 where attention is allowed, -inf where blocked."""
+    m = np.where(_causal_blocked(L, S), -np.inf, 0).astype(np_dtype)
+    m.flags.writeable = False
     return m
 
 
+@functools.lru_cache(maxsize=64)
 def _causal_floats(L, S, dt):
-    masks = _CAUSAL.get((L, S, dt))
-    if masks is None:
-        if len(_CAUSAL) > 64:
-            _CAUSAL.clear()
-        blocked = _causal_blocked(L, S)
-        masks = _CAUSAL[(L, S, dt)] = (_wrap((~blocked).astype(dt.np), dt),
-                                      _wrap(np.where(blocked, -1e30, 0).astype(dt.np), dt))
-    return masks
+    """The causal mask as floats: (keep: 1/0, blocked: 0/-1e30)."""
+    blocked = _causal_blocked(L, S)
+    return (_wrap((~blocked).astype(dt.np), dt),
+            _wrap(np.where(blocked, -1e30, 0).astype(dt.np), dt))
 
 
 def _sdpa_fused(query, key, value, is_causal, scale):

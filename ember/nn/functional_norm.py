@@ -210,11 +210,15 @@ def _ln_forward(x, weight, bias, dims, eps):
     return out, mean, rstd
 
 
-def _ln_dx(g, x, weight, mean, rstd, dims):
-    xhat = (x - mean) * rstd
+def _ln_dx_of(g, xhat, weight, rstd, dims):
+    """PyTorch's closed form of layer_norm's input gradient."""
     dxhat = g if weight is None else g * weight
     return (dxhat - dxhat.mean(dims, keepdim=True)
             - xhat * (dxhat * xhat).mean(dims, keepdim=True)) * rstd
+
+
+def _ln_dx(g, x, weight, mean, rstd, dims):
+    return _ln_dx_of(g, (x - mean) * rstd, weight, rstd, dims)
 
 
 def _ln_dweight(g, x, mean, rstd, shape):
@@ -243,9 +247,7 @@ def _ln_input_grad(g, self, weight, dims, eps, xhat, rstd, mean):
         if r is not None:
             return r
     xhat, rstd = _ln_stats(self, dims, eps, xhat, rstd, mean)
-    dxhat = g if weight is None else g * weight
-    return (dxhat - dxhat.mean(dims, keepdim=True)
-            - xhat * (dxhat * xhat).mean(dims, keepdim=True)) * rstd
+    return _ln_dx_of(g, xhat, weight, rstd, dims)
 
 
 def _ln_weight_grad(g, self, weight, dims, eps, xhat, rstd, mean):

@@ -164,3 +164,18 @@ def test_index_add_with_many_duplicate_indices_matches_torch(dim):
     e = ember.tensor(base).index_add(dim, ember.tensor(idx), ember.tensor(src), alpha=0.5)
     t = torch.tensor(base).index_add(dim, torch.tensor(idx), torch.tensor(src), alpha=0.5)
     np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_fused_cross_entropy_and_embedding_pass_gradcheck():
+    rng = np.random.default_rng(7)
+    x = ember.tensor(rng.standard_normal((5, 4)), requires_grad=True)
+    t = ember.tensor([0, 3, 3, 1, 2])
+    for reduction in ("mean", "sum", "none"):
+        assert ember.autograd.gradcheck(
+            lambda x: ember.nn.functional.cross_entropy(x, t, reduction=reduction,
+                                                        ignore_index=1), (x,))
+    w = ember.tensor(rng.standard_normal((6, 3)), requires_grad=True)
+    idx = ember.tensor([[0, 5, 5], [2, 0, 1]])
+    assert ember.autograd.gradcheck(lambda w: ember.nn.functional.embedding(idx, w), (w,))
+    assert ember.autograd.gradgradcheck(lambda w: ember.nn.functional.embedding(idx, w) ** 2,
+                                        (w,))

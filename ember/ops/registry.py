@@ -19,26 +19,64 @@ COMPOSITE = "composite"
 OPS = {}            # name -> OpDef
 FUNCTIONS = {}      # public name -> callable, exported into the ember namespace
 METHODS = {}        # Tensor method name -> callable
+BY_NAME = {}        # every function, method and overload name -> its OpDef (see `op_for`)
 
 
 class OpDef:
-    """One op's whole definition. See DESIGN.md ("The op registry") for each field's role."""
+    """One op's whole definition. See DESIGN.md ("The op registry") for each field's role.
 
-    def __init__(self, name, kind, *, kernel=None, ufunc=None, meta=None, grads=None,
-                 inputs=("self",), attrs=None, dtype_rule=None, decomp=None, lower=None,
-                 onnx=None, node_name=None, method=True, function=True, inplace=False,
+    Fields, and who reads them:
+    - ``name``, ``kind`` (POINTWISE, REDUCTION, VIEW, EXTERN, CREATION, RANDOM, COMPOSITE),
+      ``overloads`` (every other public or method name this op answers to, ``__mul__``
+      included): the registry resolves any of them to this record (`op_for`);
+    - ``kernels``: {backend name: kernel(xp, *arrays, **attrs)}; ``kernel`` is the "numpy" one
+      (cpu). A CuPy kernel goes next to it under "cupy";
+    - ``meta``: output shape/dtype from metadata alone (dispatch, tracing, device="meta");
+    - ``grads``: {input name, or a tuple of input names for a joint formula: formula}. A
+      formula's parameter names say what it reads (inputs, "result", attributes), which is
+      what the node saves; ``jvp``: forward-mode formula slot; ``batch``: vmap rule slot;
+    - ``decomp``: the op written in other ember ops (required for COMPOSITE); ``fused``: an
+      optional fast eager kernel, chosen by the op's choice function;
+    - ``lower``: how the compiler emits the op (a C expression template for pointwise ops,
+      a reduction's name, an extern symbol); ``amp``: the autocast policy ("lower_precision",
+      "fp32", "promote" or None); ``onnx``: the export mapping slot;
+    - ``impure`` (random or side-effecting: never CSE'd, never dropped by DCE; default: kind
+      RANDOM), ``recompute`` (cheap enough for the partitioner to recompute in the backward
+      instead of saving; default: POINTWISE and VIEW), ``fresh_result`` (the result is new
+      memory and keeps no reference to the inputs, so the compiler may pool its inputs'
+      buffers; default: POINTWISE, REDUCTION, EXTERN), ``scalars_as_tensors`` (PyTorch's node
+      saves a Python-scalar operand as a 0-d tensor: mul, div).
+    """
+
+    def __init__(self, name, kind, *, kernel=None, kernels=None, ufunc=None, meta=None,
+                 grads=None, jvp=None, batch=None, inputs=("self",), attrs=None,
+                 dtype_rule=None, decomp=None, fused=None, lower=None, amp=None, impure=None,
+                 recompute=None, fresh_result=None, scalars_as_tensors=False, onnx=None,
+                 overloads=(), node_name=None, method=True, function=True, inplace=False,
                  errstate=False, int_div_check=False, doc=None):
         self.name = name
         self.kind = kind
-        self.kernel = kernel          # kernel(xp, *arrays, **attrs) -> array
+        self.overloads = tuple(overloads)
+        self.kernels = dict(kernels or {})   # backend name -> kernel(xp, *arrays, **attrs)
+        if kernel is not None:
+            self.kernels["numpy"] = kernel
         self.ufunc = ufunc            # a NumPy ufunc equal to the kernel when no attrs are set
         self.meta = meta
         self.inputs = tuple(inputs)   # names of the tensor inputs, in order
         self.attrs = dict(attrs or {})  # non-tensor arguments with their defaults
         self.dtype_rule = dtype_rule
         self.decomp = decomp
+        self.fused = fused
         self.lower = lower
+        self.amp = amp
+        self.jvp = jvp
+        self.batch = batch
         self.onnx = onnx
+        self.impure = (kind == RANDOM) if impure is None else impure
+        self.recompute = (kind in (POINTWISE, VIEW)) if recompute is None else recompute
+        self.fresh_result = ((kind in (POINTWISE, REDUCTION, EXTERN)) if fresh_result is None
+                             else fresh_result)
+        self.scalars_as_tensors = scalars_as_tensors
         self.method = method
         self.function = function
         self.inplace = inplace
@@ -46,8 +84,9 @@ class OpDef:
         self.int_div_check = int_div_check
         self.doc = doc
         self.node_name = node_name or _camel(name) + "Backward0"
-        # grads: {input name: formula(grad, **needed)}; the formula's parameter names say what
-        # it reads: input names, "result" (the output) or attribute names. `saves` is derived.
+        # grads: {input name or tuple of names: formula(grad, **needed)}; the formula's
+        # parameter names say what it reads: input names, "result" (the output) or attribute
+        # names. `saves` is derived from them.
         self.grads = grads or {}
         self.saves = {}
         for inp, formula in self.grads.items():
@@ -56,6 +95,15 @@ class OpDef:
         self.node_class = None
         self.fn = None
         self._apply_plan = None      # built by autograd on first backward (graph.py)
+
+    @property
+    def kernel(self):
+        """The cpu (NumPy) kernel."""
+        return self.kernels.get("numpy")
+
+    @kernel.setter
+    def kernel(self, fn):
+        self.kernels["numpy"] = fn
 
     def __repr__(self):
         return f"OpDef({self.name!r}, {self.kind})"
@@ -69,6 +117,8 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
     """Record `op` and publish its callable under its function and method names."""
     OPS[op.name] = op
     op.fn = fn
+    for n in (op.name,) + op.overloads + tuple(names or ()) + tuple(method_names or ()):
+        BY_NAME.setdefault(n, op)
     if fn.__doc__ is None and op.doc:
         fn.__doc__ = op.doc
     fn.__name__ = op.name
@@ -84,6 +134,15 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
         for n in method_names or names or (op.name,):
             METHODS[n + "_"] = inplace_fn
     return fn
+
+
+def op_for(name):
+    """The OpDef that the public name, method name or overload `name` calls, or None.
+
+    >>> op_for("__mul__").name
+    'mul'
+    """
+    return BY_NAME.get(name)
 
 
 def install_methods(tensor_cls):

@@ -56,8 +56,8 @@ globals().update(_registry.FUNCTIONS)
 from .ops.view import T as _T, mT as _mT  # noqa: E402
 from .dispatch import with_mode_seam as _seam  # noqa: E402
 # the transposing properties pass the mode seam like every other op
-_T = property(_seam("T", _T.fget))
-_mT = property(_seam("mT", _mT.fget))
+_T = property(_seam(_registry.op_for("T"), _T.fget))
+_mT = property(_seam(_registry.op_for("mT"), _mT.fget))
 Tensor.T = _T
 Tensor.mT = _mT
 Tensor.H = _T

@@ -222,7 +222,7 @@ class OpNode(Node):
         saved = self._saved
         if not saved:
             return
-        wrapped = self.op.inputs if self.op.name in _SCALARS_SAVED_AS_TENSORS else ()
+        wrapped = self.op.inputs if self.op.scalars_as_tensors else ()
         for k, v in saved.items():
             if type(v) is SavedTensor:
                 v.released = True
@@ -240,7 +240,6 @@ class OpNode(Node):
 
 
 _missing = object()
-_SCALARS_SAVED_AS_TENSORS = {"mul", "div"}
 
 
 

@@ -11,25 +11,20 @@ pointwise functions of other saved values are recomputed in the backward instead
 from ..core.tensor import Tensor
 from ..autograd.function import Function
 from ..ops.creation import zeros
+from ..ops.registry import VIEW
 from .graph import Graph, map_nodes
 
-# ops cheap enough to recompute in the backward rather than keep alive between the passes
-_RECOMPUTE = {"neg", "abs", "relu", "sigmoid", "tanh", "exp", "mul", "add", "sub", "div",
-              "__mul__", "__add__", "__sub__", "__truediv__", "__rmul__", "__radd__",
-              "__neg__", "gelu", "erf", "rsqrt", "sqrt", "square", "where", "gt", "lt", "ge",
-              "le", "__gt__", "__lt__", "__ge__", "__le__", "clamp", "view", "reshape",
-              "expand", "unsqueeze", "squeeze", "transpose", "t", "permute", "T"}
-
-
 def _cheap(n, mutated=frozenset()):
-    return n.kind == "call" and not n.inplace and n.opname.split(".")[-1] in _RECOMPUTE \
+    """Cheap enough to recompute in the backward rather than keep alive between the passes
+    (the op's `recompute` flag: pointwise ops and views)."""
+    return n.kind == "call" and not n.inplace and n.op is not None and n.op.recompute \
         and id(n) not in mutated
 
 
-_VIEWS = {"view", "reshape", "expand", "unsqueeze", "squeeze", "transpose", "t", "permute",
-          "T", "mT", "flatten", "unflatten", "narrow", "select", "__getitem__", "split",
-          "chunk", "unbind", "movedim", "diagonal", "as_strided", "view_as", "expand_as",
-          "contiguous", "detach", "alias"}
+def _aliases(n):
+    """A getitem or a view: its value shares memory with its first input."""
+    return n.kind == "getitem" or (n.kind == "call" and n.op is not None and
+                                   n.op.kind == VIEW)
 
 
 def mutated_nodes(nodes):
@@ -44,16 +39,14 @@ def mutated_nodes(nodes):
                 if id(m) in out:
                     continue
                 out.add(id(m))
-                if m.kind in ("call", "getitem") and (m.kind == "getitem" or
-                                                      m.opname.split(".")[-1] in _VIEWS):
+                if _aliases(m):
                     stack.extend(m.inputs()[:1])
     changed = True
     while changed:          # views made from a mutated value see the change too
         changed = False
         for n in nodes:
-            if id(n) not in out and n.kind in ("call", "getitem") and n.inputs() and \
-                    id(n.inputs()[0]) in out and (n.kind == "getitem" or
-                                                   n.opname.split(".")[-1] in _VIEWS):
+            if id(n) not in out and _aliases(n) and n.inputs() and \
+                    id(n.inputs()[0]) in out:
                 out.add(id(n))
                 changed = True
     return out
@@ -211,8 +204,7 @@ def partition(joint, n_user_inputs, flat_outputs, tangents, grads):
     # a value a matmul/conv (or any non-pointwise op) of the backward reads is materialised
     # anyway: keep it saved rather than recompute it outside a fused kernel
     for n in bwd:
-        base = n.opname.split(".")[-1] if n.kind == "call" else None
-        if base is not None and (base not in _RECOMPUTE or base in _VIEWS):
+        if n.kind == "call" and (n.op is None or not n.op.recompute or n.op.kind == VIEW):
             mutated |= {id(i) for i in n.inputs() if id(i) in fwd_ids}
     saved, recomputed = _cut(saved, fwd_ids, mutated)
     more = _choose_recompute(saved, fwd_ids, mutated=mutated)

@@ -4,25 +4,14 @@ instead of fresh memory. Fresh large arrays cost page faults on first touch (mea
 of a compiled GPT step); reused ones do not, and the graph's peak shrinks too.
 
 Only values nothing can keep are pooled: outputs of kernels read solely by other kernels and
-by ops that make fresh results and keep no reference (matmul, pointwise ops, reductions...),
+by ops that make fresh results and keep no reference (their OpDef's `fresh_result`: matmul,
+pointwise ops, reductions...; no autograd runs inside compiled graphs),
 never a graph output (returned, or saved for the backward) or anything a view is taken of.
 The pool is per thread and holds at most `config.pool_bytes`.
 """
 import threading
 
 import numpy as np
-
-# ops whose result is new memory and which keep no reference to their inputs (no autograd
-# runs inside compiled graphs): reading a pooled buffer with them is safe
-NO_RETAIN = {
-    "matmul", "__matmul__", "mm", "bmm", "linear", "F_conv", "F_conv_tr", "F_conv_wgrad",
-    "sum", "mean", "amax", "amin", "var", "add", "sub", "mul", "div", "divide", "true_divide",
-    "__add__", "__sub__", "__mul__", "__truediv__", "__radd__", "__rmul__", "__rsub__",
-    "__rtruediv__", "neg", "__neg__", "exp", "log", "tanh", "sigmoid", "erf", "relu",
-    "threshold_backward", "where", "masked_fill", "pow", "__pow__", "sqrt", "rsqrt", "abs",
-    "gt", "lt", "ge", "le", "eq", "ne", "clamp", "maximum", "minimum", "index_add",
-    "index_select", "scatter_add", "gather"}
-
 
 class Pool(threading.local):
     """Free arrays by (shape, dtype), at most `limit` bytes in all."""
@@ -74,7 +63,7 @@ def plan_reuse(steps, graph, kernel_outputs):
                 continue
             readers = [(j, k, n) for j, k, n in users.get(id(m), ()) if j != i]
             if not readers or not all(k == "group" or (
-                    n.kind == "call" and not n.inplace and n.opname.split(".")[-1] in NO_RETAIN)
+                    n.kind == "call" and not n.inplace and n.op is not None and n.op.fresh_result)
                     for _, k, n in readers):
                 continue
             pooled.add(id(m))

@@ -5,7 +5,8 @@ A Graph is a straight-line program. Its nodes, in execution order:
   lifted   a tensor the function reached by reference (a parameter, buffer or constant):
            `target` holds the tensor object itself, read at each call
   call     `target(*args, **kwargs)`: an ember op (or an opaque eager call), args may hold
-           Nodes; `name` says what the op is (``ember.mul``, ``x.view``...)
+           Nodes; `opname` says how it prints (``ember.mul``, ``x.view``...) and `op` is
+           the op's OpDef (None for opaque calls)
   getitem  element `index` of a call that returned several tensors
   output   `args[0]` is the returned structure, with Nodes in it
 Each node's `meta` is (shape, dtype, strides) of the value it had when traced, and `source`
@@ -18,6 +19,7 @@ import keyword
 import re
 
 from ..core.tensor import Tensor
+from ..ops.registry import op_for
 
 
 _RESERVED = set(dir(builtins)) | {"ember", "self", "inputs", "lifted", "F"}
@@ -25,15 +27,19 @@ _RESERVED = set(dir(builtins)) | {"ember", "self", "inputs", "lifted", "F"}
 
 class Node:
     __slots__ = ("kind", "name", "target", "args", "kwargs", "index", "meta", "source",
-                 "phase", "opname", "method", "inplace", "users")
+                 "phase", "opname", "method", "inplace", "users", "op")
 
     def __init__(self, kind, name, target=None, args=(), kwargs=None, index=None, meta=None,
-                 source=None, phase="fwd", opname=None, method=False, inplace=False):
+                 source=None, phase="fwd", opname=None, method=False, inplace=False, op=None):
         self.kind, self.name, self.target = kind, name, target
         self.args, self.kwargs, self.index = args, kwargs or {}, index
         self.meta, self.source, self.phase = meta, source, phase
         self.opname, self.method, self.inplace = opname, method, inplace
         self.users = 0
+        # the registry's record of the op a call node runs (None for opaque calls): what the
+        # passes ask of an op (purity, cost, aliasing, lowering) they read from it
+        self.op = op if op is not None or kind != "call" or opname is None else \
+            op_for(opname.split(".")[-1])
 
     def inputs(self):
         """The Nodes this node reads."""

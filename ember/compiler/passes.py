@@ -2,17 +2,17 @@
 and the pass pipeline (one list of named passes, run in order, `verify()` after each).
 
 Calls with side effects stay where they are: in-place ops, opaque calls (optimizer steps,
-`disable`d functions) and random ops (removing one would shift the random stream eager
-execution draws from).
+`disable`d functions) and impure ops (OpDef.impure: removing a random op would shift the random stream eager
+execution draws from). A call whose op the registry does not know counts as impure.
 """
 from .graph import Node, map_nodes
-from .tracer import RANDOM_OPS
 
 
 def _pure(n):
+    """A call that may be dropped or merged: a registered op that is not in place and not
+    impure (random ops draw from the generator: dropping one shifts eager's stream)."""
     return n.kind == "call" and not n.inplace and n.target is not None and \
-        n.opname.split(".")[-1] not in RANDOM_OPS and not n.opname.startswith(
-            ("ember.compiler", "optimizer"))
+        n.op is not None and not n.op.impure
 
 
 def dce(graph):

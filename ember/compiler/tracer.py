@@ -26,10 +26,6 @@ from .graph import Graph, map_nodes
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _USER_DIRS = (os.path.join(_EMBER_DIR, "examples"),)
 
-RANDOM_OPS = {"rand", "randn", "randint", "rand_like", "randn_like", "randint_like",
-              "randperm", "bernoulli", "bernoulli_", "normal", "normal_", "uniform_",
-              "multinomial", "dropout", "exponential_", "random_", "poisson", "cauchy_",
-              "log_normal_", "geometric_"}
 # ops whose results carry no tensor but whose call changes state: always recorded
 _OPAQUE = {"optimizer.step", "optimizer.zero_grad", "optimizer.scheduler_step"}
 
@@ -198,7 +194,8 @@ class Tracer:
             else "ember." + name
         node = self.graph.add("call", name.split(".")[-1].strip("_") or "op", target=fn,
                               args=margs, kwargs=mkwargs, source=source, phase=self.phase,
-                              opname=opname, method=method, inplace=inplace)
+                              opname=opname, method=method, inplace=inplace,
+                              op=op if isinstance(op, OpDef) else None)
         if "out" in node.kwargs and node.kwargs["out"] is None:
             del node.kwargs["out"]
         if self.record_values is not None:

@@ -12,7 +12,7 @@ from ..core.tensor import Tensor, make_view
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, VIEW, METHODS
+from .registry import OpDef, VIEW, METHODS, register
 from .view import apply_view, view_op, _view_scatter, strided_view, repoint
 from .view import _SELECT, _SLICE, _UNSQUEEZE, _ALIAS
 
@@ -223,5 +223,6 @@ def setitem(self, index, value):
                              None)
 
 
-METHODS["__getitem__"] = getitem
+# basic indexing returns a view: the compiler treats every result as sharing self's memory
+register(OpDef("__getitem__", VIEW, function=False, recompute=False), getitem)
 METHODS["__setitem__"] = setitem

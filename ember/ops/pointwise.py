@@ -95,8 +95,10 @@ sub = defpw("sub", None, _sub_kernel, attrs={"alpha": 1}, names=("sub", "subtrac
             precheck=_check_sub,
             grads={"self": lambda g: g, "other": lambda g, alpha: -g if alpha == 1 else g * -alpha})
 mul = defpw("mul", np.multiply, names=("mul", "multiply"), exact_scalar=True,
+            scalars_as_tensors=True,
             grads={"self": lambda g, other: g * other, "other": lambda g, self: g * self})
 true_div = defpw("div", np.true_divide, rule=rule_float, errstate=True, exact_scalar=True,
+                 scalars_as_tensors=True,
                  names=("true_divide",), method_names=("true_divide",),
                  grads={"self": lambda g, other: g / other,
                         "other": lambda g, self, other: -g * self / (other * other)})

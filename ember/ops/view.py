@@ -642,5 +642,7 @@ def _restride(self, v):
     return self
 
 
+register(OpDef("T", VIEW, function=False, method=False), _T_prop)
+register(OpDef("mT", VIEW, function=False, method=False), _mT_prop)
 T = property(_T_prop)
 mT = property(_mT_prop)

@@ -295,12 +295,3 @@ for _name, (_var, _coeffs, _double) in _POLYS.items():
 # the Horner steps of em_erf written out: GCC does not vectorise the loop form (an inner loop)
 SOURCE = SOURCE.replace("EM_ERF_HORNER", "\n    ".join(
     f"q = EM_FMA(q, t, (lo ? em_erf_b1[{i}] : em_erf_b2[{i}]));" for i in range(20, -1, -1)))
-
-# the C function for each op, by C type
-FUNCTIONS = {
-    "exp": ("em_expf", "em_exp"), "log": ("em_logf", "em_log"),
-    "log1p": ("em_log1pf", "em_log1p"), "expm1": ("em_expm1f", "em_expm1"),
-    "tanh": ("em_tanhf", "em_tanh"), "sigmoid": ("em_sigmoidf", "em_sigmoid"),
-    "erf": ("em_erff", "em_erf"),
-    "sin": ("sinf", "sin"), "cos": ("cosf", "cos"),   # libm: scalar
-}

@@ -21,7 +21,7 @@ row's j loop across threads instead. Small kernels (R*N < PARALLEL_MIN_ELEMENTS)
 calling thread.
 
 Semantics follow eager ember/torch: max/min reductions and maximum/minimum propagate NaN,
-sign(NaN) = 0, relu keeps NaN, integer div is floor division with x // 0 = 0, pow with a
+sign(NaN) = 0, relu keeps NaN, pow with a
 constant exponent of 2, 3, 0.5, -0.5, -1, -2 uses torch's fast paths, bool is uint8_t 0/1.
 The transcendentals come from cmath.py (vectorisable); sin, cos and general pow are libm's.
 """
@@ -29,7 +29,9 @@ import math
 
 import numpy as np
 
-from .cmath import SOURCE as CMATH_SOURCE, FUNCTIONS
+from ..ops.registry import op_for
+from ..ops.lowering import NO_INT, CContext, template_args
+from .cmath import SOURCE as CMATH_SOURCE
 from .kernel import STRIDE_ZERO, STRIDE_ONE
 
 CTYPES = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t",
@@ -39,13 +41,7 @@ FLOATS = ("float32", "float64")
 PARALLEL_MIN_ELEMENTS = 32768
 
 HELPERS = r"""
-/* integer helpers: NumPy's floor division (0 for x // 0) and power (negative exponents of
-   ints: 1, -1 or 0 like torch) */
-static inline int64_t em_floordiv(int64_t a, int64_t b) {
-    if (b == 0) return 0;
-    int64_t q = a / b;
-    return (q * b != a && ((a < 0) != (b < 0))) ? q - 1 : q;
-}
+/* integer power (negative exponents of ints: 1, -1 or 0 like torch) */
 static inline int64_t em_ipow(int64_t a, int64_t b) {
     if (b < 0) return a == 1 ? 1 : (a == -1 ? ((b & 1) ? -1 : 1) : 0);
     int64_t r = 1;
@@ -53,10 +49,6 @@ static inline int64_t em_ipow(int64_t a, int64_t b) {
     return r;
 }
 """
-
-_UNARY_FLOAT = {"sqrt": "sqrt", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
-                "round": "rint", "abs": "fabs"}
-
 
 def c_literal(value, dtype):
     """A C literal of `value` as `dtype` (float32 literals are the float32-rounded value,
@@ -171,82 +163,35 @@ class _Emitter:
         return op_to_c(op, dtype, adt, a, args)
 
 
-def _pow_c(dtype, a, b, bexpr):
-    if dtype not in FLOATS:
-        return f"(({CTYPES[dtype]})em_ipow({a}, {b}))"
-    f = "" if dtype == "float64" else "f"
-    one = "1.0" + f
-    if bexpr[0] == "const":        # torch's fast paths for common exponents
-        v = float(bexpr[1])
-        special = {2.0: f"({a} * {a})", 3.0: f"({a} * {a} * {a})", 1.0: f"({a})",
-                   0.5: f"sqrt{f}({a})", -0.5: f"({one} / sqrt{f}({a}))",
-                   -1.0: f"({one} / {a})", -2.0: f"({one} / ({a} * {a}))"}
-        if v in special:
-            return special[v]
-    return f"pow{f}({a}, {b})"
-
-
 def op_to_c(op, dtype, adt, a, args=()):
-    """C for op `op` with result dtype `dtype`, argument dtype `adt`, argument code `a`."""
+    """C for IR op `op` (an op's registry name, or "cast") with result dtype `dtype`, argument
+    dtype `adt` and argument code `a`: the op's lowering template (OpDef.lower, see
+    ember/ops/lowering.py) filled in."""
     T = CTYPES[dtype]
-    isf = adt in FLOATS
-    f = "f" if adt == "float32" else ""
-    if op in FUNCTIONS:
-        if not isf:
-            raise NotImplementedError(f"{op} of {adt}: the fusion pass casts ints to float first")
-        return f"{FUNCTIONS[op][adt == 'float64']}({a[0]})"
-    x = a[0] if a else None
     if op == "cast":
+        x = a[0]
         return f"(({T})({x} != 0))" if dtype == "bool" else f"(({T}){x})"
-    if op in _UNARY_FLOAT:
-        if isf:
-            return f"{_UNARY_FLOAT[op]}{f}({x})"
-        if op == "abs":
-            return f"(({T})({x} < 0 ? -{x} : {x}))"
-        if op == "sqrt":
-            raise NotImplementedError("sqrt of an integer")
-        return x                                   # floor/ceil/trunc/round of ints
-    one = f"(({T})1)"
-    simple = {
-        "neg": f"(({T})-{x})", "square": f"(({T})({x} * {x}))",
-        "rsqrt": f"({one} / sqrt{f}({x}))", "reciprocal": f"({one} / {x})",
-        "relu": f"({x} < 0 ? ({T})0 : {x})",               # keeps NaN (and -0.0) like torch
-        "sign": f"(({T})(({x} > 0) - ({x} < 0)))",          # sign(NaN) = 0 like torch
-        "logical_not": f"((uint8_t)({x} == 0))",
-        "isnan": f"((uint8_t)({x} != {x}))",
-    }
-    if op in simple:
-        if op == "sign" and adt == "bool":
-            return x
-        return simple[op]
-    if len(a) == 2:
-        y = a[1]
-        if op in ("add", "sub", "mul"):
-            sym = {"add": "+", "sub": "-", "mul": "*"}[op]
-            return f"(({T})({x} {sym} {y}))"
-        if op == "div":
-            return f"({x} / {y})" if isf else f"(({T})em_floordiv({x}, {y}))"
-        if op == "pow":
-            return _pow_c(dtype, x, y, args[1] if len(args) > 1 else ("load",))
-        if op in ("maximum", "minimum"):
-            cmp = ">" if op == "maximum" else "<"
-            if isf:   # NaN in either argument gives NaN, like torch.maximum
-                return f"(({x} {cmp} {y} || {x} != {x}) ? {x} : {y})"
-            return f"({x} {cmp} {y} ? {x} : {y})"
-        cmps = {"gt": ">", "ge": ">=", "lt": "<", "le": "<=", "eq": "==", "ne": "!="}
-        if op in cmps:
-            return f"((uint8_t)({x} {cmps[op]} {y}))"
-        if op == "logical_and":
-            return f"((uint8_t)(({x} != 0) & ({y} != 0)))"
-        if op == "logical_or":
-            return f"((uint8_t)(({x} != 0) | ({y} != 0)))"
-    if op == "where" and len(a) == 3:
-        return f"({a[0]} ? {a[1]} : {a[2]})"
-    raise NotImplementedError(f"no C lowering for op {op!r} with {len(a)} arguments")
+    lower = _lowering(op)
+    isf = adt in FLOATS
+    code = lower.c if isf or lower.c_int is None else lower.c_int
+    if code is NO_INT:
+        raise NotImplementedError(f"{op} of {adt}: the fusion pass casts ints to float first")
+    f = "f" if adt == "float32" else ""
+    if callable(code):
+        return code(CContext(dtype, T, adt, f, a, args))
+    return code.format(T=T, f=f, **template_args(a))
 
 
-# cost of recomputing a node in a later loop rather than storing it in a row buffer
-_COSTLY = set(FUNCTIONS) | {"div", "sqrt", "rsqrt", "reciprocal", "pow"}
+def _lowering(op):
+    opdef = op_for(op)
+    lower = opdef.lower if opdef is not None else None
+    if lower is None or lower.c is None:
+        raise NotImplementedError(f"no C lowering for op {op!r}")
+    return lower
+
+
+# cost of recomputing a node in a later loop rather than storing it in a row buffer: its
+# lowering's `cost` (transcendentals and divisions are costly)
 CACHE_MIN_COST = 6
 
 
@@ -276,7 +221,7 @@ def plan_row_cache(kernel):
             if e[0] != "call" or e in cached or em.row_level(e):
                 c = 0.5 if e[0] in ("load", "call") else 0
             else:
-                c = (8 if e[1] in _COSTLY else 1) + sum(cost(a) for a in e[3:])
+                c = (1 if e[1] == "cast" else _lowering(e[1]).cost) + sum(cost(a) for a in e[3:])
             memo[id(e)] = c
         return c
 

@@ -13,6 +13,7 @@ import logging
 import numpy as np
 
 from ..core import dtype as D
+from ..ops.registry import POINTWISE, REDUCTION
 from .kernel import Kernel, Input, Reduction, Output
 from .graph import map_nodes, python_line
 from .buffers import POOL, plan_reuse
@@ -28,27 +29,6 @@ class BackendUnavailable(RuntimeError):
 _FLOATS = (D.float32, D.float64)
 _KDT = {D.float32: "float32", D.float64: "float64", D.bool_: "bool", D.int64: "int64",
         D.int32: "int32"}
-_UNARY = {"neg": "neg", "__neg__": "neg", "abs": "abs", "__abs__": "abs", "exp": "exp",
-          "log": "log", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "rsqrt": "rsqrt",
-          "reciprocal": "reciprocal", "tanh": "tanh", "sigmoid": "sigmoid", "erf": "erf",
-          "sin": "sin", "cos": "cos", "relu": "relu", "sign": "sign", "floor": "floor",
-          "ceil": "ceil", "trunc": "trunc", "square": "square", "logical_not": "logical_not"}
-_BINARY = {"add": "add", "__add__": "add", "__radd__": "add", "sub": "sub", "__sub__": "sub",
-           "mul": "mul", "__mul__": "mul", "__rmul__": "mul", "div": "div",
-           "__truediv__": "div", "true_divide": "div", "divide": "div", "pow": "pow", "__pow__": "pow",
-           "maximum": "maximum", "minimum": "minimum", "gt": "gt", "__gt__": "gt",
-           "lt": "lt", "__lt__": "lt", "ge": "ge", "__ge__": "ge", "le": "le", "__le__": "le",
-           "eq": "eq", "__eq__": "eq", "ne": "ne", "__ne__": "ne", "logical_and": "logical_and",
-           "logical_or": "logical_or", "rsub": "rsub", "__rsub__": "rsub",
-           "__rtruediv__": "rdiv", "__rpow__": "rpow"}
-_COMPARE = {"gt", "lt", "ge", "le", "eq", "ne", "logical_and", "logical_or", "logical_not"}
-_REDUCE = {"sum", "mean", "amax", "amin", "var"}
-
-
-def _base(n):
-    return n.opname.split(".")[-1]
-
-
 def _arg(n, i, name, default=None):
     if len(n.args) > i:
         return n.args[i]
@@ -68,20 +48,21 @@ def classify(n):
     meta = n.meta
     if meta is None:
         return None, "no single tensor result"
-    base = _base(n)
+    lower = n.op.lower if n.op is not None else None
+    if lower is None:
+        return None, "no lowering for fused kernels in its OpDef"
     dt = meta[1]
-    if base in _REDUCE:
+    if n.op.kind == REDUCTION:
         x = n.args[0] if n.args else None
         if not _is_node(x) or x.meta is None or x.meta[1] not in _FLOATS or dt not in _FLOATS:
             return None, "reduction of a non-float tensor"
         if x.meta[1] is not dt or n.kwargs.get("dtype") is not None:
             return None, "reduction with a dtype change"
         return "reduce", None
-    if base in _UNARY or base in _BINARY or base in ("where", "clamp", "clip",
-                                                      "threshold_backward"):
+    if n.op.kind == POINTWISE:
         if dt not in _FLOATS and dt is not D.bool_:
             return None, f"result dtype {dt}"
-        if set(n.kwargs) - {"min", "max"}:
+        if set(n.kwargs) - lower.kwargs:
             return None, f"keyword arguments {sorted(n.kwargs)}"
         for a in n.inputs():
             if a.meta is None or a.meta[1] not in _KDT:
@@ -94,23 +75,15 @@ def classify(n):
 
 
 def _reduce_dims(n):
-    """(trailing dims reduced as a split index k, keepdim, correction) or None."""
+    """(trailing dims reduced as a split index k, keepdim) or None."""
     x = n.args[0]
     nd = len(x.meta[0])
-    dim = _arg(n, 1, "dim")
-    keepdim = _arg(n, 2, "keepdim", False) if _base(n) != "var" else n.kwargs.get(
-        "keepdim", False)
-    correction = 1
-    if _base(n) == "var":
-        if len(n.args) > 2:
-            return None
-        c = n.kwargs.get("correction", None)
-        u = n.kwargs.get("unbiased", None)
-        correction = c if c is not None else (0 if u is False else 1)
-        if set(n.kwargs) - {"correction", "unbiased", "keepdim", "dim"}:
-            return None
-    elif set(n.kwargs) - {"dim", "keepdim"}:
+    lower = n.op.lower
+    if len(n.args) > 1 + len(lower.positional) or set(n.kwargs) - lower.kwargs:
         return None
+    dim = _arg(n, 1, "dim")
+    keepdim = _arg(n, 2, "keepdim", False) if "keepdim" in lower.positional else \
+        n.kwargs.get("keepdim", False)
     if dim is None or dim == ():
         dims = tuple(range(nd))
     else:
@@ -119,7 +92,7 @@ def _reduce_dims(n):
     k = nd - len(dims)
     if dims != tuple(range(k, nd)) or type(keepdim) is not bool:
         return None
-    return k, keepdim, correction
+    return k, keepdim
 
 
 class _Group:
@@ -276,25 +249,14 @@ def build_kernel(g, outside):
             reductions.append(r)
         return ("row", reductions.index(r))
 
+    b = _IRBuilder(val, reduce)
     for n in g.members:
-        base = _base(n)
         dt = _KDT[n.meta[1]]
-        if base in _REDUCE:
-            kk, keepdim, corr = _reduce_dims(n)
-            x = val(n.args[0], dt)
-            if base in ("sum", "mean"):
-                r = reduce("sum", x, dt)
-                exprs[id(n)] = r if base == "sum" else ("call", "div", dt, r, ("n", dt))
-            elif base in ("amax", "amin"):
-                exprs[id(n)] = reduce("max" if base == "amax" else "min", x, dt)
-            else:   # var: mean, then the mean of squared deviations
-                mean = ("call", "div", dt, reduce("sum", x, dt), ("n", dt))
-                dev = ("call", "sub", dt, x, mean)
-                r = reduce("sum", ("call", "mul", dt, dev, dev), dt)
-                denom = ("call", "sub", dt, ("n", dt), ("const", corr, dt))
-                exprs[id(n)] = ("call", "div", dt, r, denom)
-            continue
-        exprs[id(n)] = _pointwise_expr(n, base, dt, val)
+        lower = n.op.lower
+        if n.op.kind == REDUCTION:
+            exprs[id(n)] = lower.reduce(b, val(n.args[0], dt), dt, n.args, n.kwargs)
+        else:
+            exprs[id(n)] = _pointwise_expr(n, lower, dt, b)
     outputs, out_nodes = [], []
     for n in g.members:
         if id(n) in outside:
@@ -306,33 +268,29 @@ def build_kernel(g, outside):
     return kernel, in_nodes, out_nodes
 
 
-def _pointwise_expr(n, base, dt, val):
-    args = n.args
-    if base in _UNARY:
-        return ("call", _UNARY[base], dt, val(args[0], dt))
-    if base == "threshold_backward":       # g where result > 0
-        r = val(args[1], _KDT[args[1].meta[1]])
-        rdt = _KDT[args[1].meta[1]]
-        return ("call", "where", dt, ("call", "gt", "bool", r, ("const", 0, rdt)),
-                val(args[0], dt), ("const", 0, dt))
-    if base == "where":
-        return ("call", "where", dt, val(args[0], "bool"), val(args[1], dt), val(args[2], dt))
-    if base in ("clamp", "clip"):
-        e = val(args[0], dt)
-        lo, hi = _arg(n, 1, "min"), _arg(n, 2, "max")
-        if lo is not None:
-            e = ("call", "maximum", dt, e, val(lo, dt))
-        if hi is not None:
-            e = ("call", "minimum", dt, e, val(hi, dt))
-        return e
-    op = _BINARY[base]
-    a, b = args[0], args[1]
-    if op in ("rsub", "rdiv", "rpow"):
-        a, b, op = b, a, {"rsub": "sub", "rdiv": "div", "rpow": "pow"}[op]
-    cdt = dt
-    if op in _COMPARE:
-        cdt = _common(a, b)
-    return ("call", op, dt, val(a, cdt), val(b, cdt))
+class _IRBuilder:
+    """What an op's IR builder (OpDef.lower.build / .reduce) may ask while a group is turned
+    into Kernel IR (see ember/ops/lowering_pointwise.py)."""
+
+    def __init__(self, val, reduce):
+        self.val, self.reduce = val, reduce
+
+    @staticmethod
+    def dtype_of(x):
+        return _KDT[x.meta[1]]
+
+    @staticmethod
+    def n(dt):
+        return ("n", dt)
+
+
+def _pointwise_expr(n, lower, dt, b):
+    """The IR of pointwise node `n`: its op's builder, or the op applied to its arguments
+    (comparisons compute both sides in their common dtype)."""
+    if lower.build is not None:
+        return lower.build(b, n.args, n.kwargs, dt)
+    cdt = _common(*n.args) if lower.compare else dt
+    return ("call", lower.prim, dt) + tuple(b.val(a, cdt) for a in n.args)
 
 
 def _common(a, b):

@@ -36,8 +36,9 @@ class Node:
         self.meta, self.source, self.phase = meta, source, phase
         self.opname, self.method, self.inplace = opname, method, inplace
         self.users = 0
-        # the registry's record of the op a call node runs (None for opaque calls): what the
-        # passes ask of an op (purity, cost, aliasing, lowering) they read from it
+        # the registry's record of the op a call node runs, by the name it was recorded under
+        # (None for opaque calls and helpers outside the registry): what the passes ask of
+        # an op (purity, cost, aliasing, lowering) they read from it
         self.op = op if op is not None or kind != "call" or opname is None else \
             op_for(opname.split(".")[-1])
 

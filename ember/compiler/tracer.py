@@ -194,8 +194,7 @@ class Tracer:
             else "ember." + name
         node = self.graph.add("call", name.split(".")[-1].strip("_") or "op", target=fn,
                               args=margs, kwargs=mkwargs, source=source, phase=self.phase,
-                              opname=opname, method=method, inplace=inplace,
-                              op=op if isinstance(op, OpDef) else None)
+                              opname=opname, method=method, inplace=inplace)
         if "out" in node.kwargs and node.kwargs["out"] is None:
             del node.kwargs["out"]
         if self.record_values is not None:

@@ -13,6 +13,8 @@ from ..core import dtype as D
 from ..dispatch import (rule_promote, rule_float, rule_compare, rule_to_bool, rule_integral,
                         rule_no_bool, torch_name, not_implemented, checked_scalar)
 from .registry import OpDef, POINTWISE, register, METHODS as _METHODS
+from .lowering import Lower, NO_INT, COSTLY
+from . import lowering_pointwise as _lw
 
 
 def defpw(name, ufunc=None, kernel=None, inputs=("self", "other"), rule=rule_promote,
@@ -90,15 +92,18 @@ def _check_sub(values, metas, dt, attrs):
 
 
 add = defpw("add", np.add, _add_kernel, attrs={"alpha": 1}, precheck=_check_alpha,
+            lower=Lower("(({T})({a} + {b}))"),
             grads={"self": lambda g: g, "other": lambda g, alpha: g if alpha == 1 else g * alpha})
 sub = defpw("sub", None, _sub_kernel, attrs={"alpha": 1}, names=("sub", "subtract"),
+            lower=Lower("(({T})({a} - {b}))"),
             precheck=_check_sub,
             grads={"self": lambda g: g, "other": lambda g, alpha: -g if alpha == 1 else g * -alpha})
 mul = defpw("mul", np.multiply, names=("mul", "multiply"), exact_scalar=True,
-            scalars_as_tensors=True,
+            scalars_as_tensors=True, lower=Lower("(({T})({a} * {b}))"),
             grads={"self": lambda g, other: g * other, "other": lambda g, self: g * self})
 true_div = defpw("div", np.true_divide, rule=rule_float, errstate=True, exact_scalar=True,
                  scalars_as_tensors=True,
+                 lower=Lower("({a} / {b})", c_int=NO_INT, cost=COSTLY),
                  names=("true_divide",), method_names=("true_divide",),
                  grads={"self": lambda g, other: g / other,
                         "other": lambda g, self, other: -g * self / (other * other)})
@@ -154,7 +159,8 @@ def div_(self, other, *, rounding_mode=None):
 
 _DIV_TRUNC_INPLACE = _METHODS.pop("_div_trunc_")
 for _n in ("div", "divide"):
-    register(OpDef(_n, POINTWISE, method=True), div, names=(_n,))
+    # with a rounding_mode keyword the call stays unfused; without, it is true division
+    register(OpDef(_n, POINTWISE, method=True, lower=Lower(prim="div")), div, names=(_n,))
     _METHODS[_n + "_"] = div_
 
 remainder = defpw("remainder", np.remainder, errstate=True, int_div_check=True,
@@ -222,6 +228,7 @@ def _pow_exp_grad(g, self, exponent, result):
 
 
 pow = defpw("pow", None, _pow_kernel, inputs=("self", "exponent"), errstate=True,
+            lower=Lower(_lw.pow_c, cost=COSTLY),
             precheck=_check_pow,
             grads={"self": _pow_self_grad, "exponent": _pow_exp_grad})
 float_power = defpw("float_power", None,
@@ -258,10 +265,14 @@ def _min_grad(g, self, other, mine):
     return half.masked_fill(self > other if mine else self < other, 0)
 
 
-maximum = defpw("maximum", np.maximum, inplace=False,
+maximum = defpw("maximum", np.maximum, inplace=False,   # NaN in either argument gives NaN
+                lower=Lower("(({a} > {b} || {a} != {a}) ? {a} : {b})",
+                            c_int="({a} > {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _max_grad(g, self, other, True),
                        "other": lambda g, self, other: _max_grad(g, self, other, False)})
 minimum = defpw("minimum", np.minimum, inplace=False,
+                lower=Lower("(({a} < {b} || {a} != {a}) ? {a} : {b})",
+                            c_int="({a} < {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _min_grad(g, self, other, True),
                        "other": lambda g, self, other: _min_grad(g, self, other, False)})
 fmax = defpw("fmax", np.fmax, inplace=False,
@@ -355,18 +366,22 @@ def _unary(name, ufunc, grad, rule=rule_float, errstate=True, names=None, kernel
                  grads={"self": grad} if grad else None, names=names, **kw)
 
 
-exp = _unary("exp", np.exp, lambda g, result: g * result)
+exp = _unary("exp", np.exp, lambda g, result: g * result, lower=_lw.cmath("em_exp"))
 exp2 = _unary("exp2", np.exp2, lambda g, result: g * result * LN2)
-expm1 = _unary("expm1", np.expm1, lambda g, result: g * (result + 1))
-log = _unary("log", np.log, lambda g, self: g / self)
+expm1 = _unary("expm1", np.expm1, lambda g, result: g * (result + 1),
+               lower=_lw.cmath("em_expm1"))
+log = _unary("log", np.log, lambda g, self: g / self, lower=_lw.cmath("em_log"))
 log2 = _unary("log2", np.log2, lambda g, self: g / (self * LN2))
 log10 = _unary("log10", np.log10, lambda g, self: g / (self * LN10))
-log1p = _unary("log1p", np.log1p, lambda g, self: g / (self + 1))
-sqrt = _unary("sqrt", np.sqrt, lambda g, result: g / (2 * result))
+log1p = _unary("log1p", np.log1p, lambda g, self: g / (self + 1), lower=_lw.cmath("em_log1p"))
+sqrt = _unary("sqrt", np.sqrt, lambda g, result: g / (2 * result),
+              lower=Lower("sqrt{f}({a})", c_int=NO_INT, cost=COSTLY))
 rsqrt = _unary("rsqrt", None, lambda g, result: -0.5 * g * result * result * result,
-               kernel=lambda xp, a: 1 / xp.sqrt(a))
-sin = _unary("sin", np.sin, lambda g, self: g * self.cos())
-cos = _unary("cos", np.cos, lambda g, self: -g * self.sin())
+               kernel=lambda xp, a: 1 / xp.sqrt(a),
+               lower=Lower("((({T})1) / sqrt{f}({a}))", c_int=NO_INT, cost=COSTLY))
+# sin and cos are libm's (scalar) in C
+sin = _unary("sin", np.sin, lambda g, self: g * self.cos(), lower=_lw.cmath("sin"))
+cos = _unary("cos", np.cos, lambda g, self: -g * self.sin(), lower=_lw.cmath("cos"))
 tan = _unary("tan", np.tan, lambda g, result: g * (1 + result * result))
 asin = _unary("asin", np.arcsin, lambda g, self: g / (1 - self * self).sqrt(),
               names=("asin", "arcsin"))
@@ -375,7 +390,8 @@ acos = _unary("acos", np.arccos, lambda g, self: -g / (1 - self * self).sqrt(),
 atan = _unary("atan", np.arctan, lambda g, self: g / (1 + self * self), names=("atan", "arctan"))
 sinh = _unary("sinh", np.sinh, lambda g, self: g * self.cosh())
 cosh = _unary("cosh", np.cosh, lambda g, self: g * self.sinh())
-tanh = _unary("tanh", np.tanh, lambda g, result: g * (1 - result * result))
+tanh = _unary("tanh", np.tanh, lambda g, result: g * (1 - result * result),
+              lower=_lw.cmath("em_tanh"))
 asinh = _unary("asinh", np.arcsinh, lambda g, self: g / (self * self + 1).sqrt(),
                names=("asinh", "arcsinh"))
 acosh = _unary("acosh", np.arccosh, lambda g, self: g / (self * self - 1).sqrt(),
@@ -389,7 +405,7 @@ def _sigmoid_kernel(xp, a):
 
 
 sigmoid = _unary("sigmoid", None, lambda g, result: g * result * (1 - result),
-                 kernel=_sigmoid_kernel)
+                 kernel=_sigmoid_kernel, lower=_lw.cmath("em_sigmoid"))
 
 
 def _logit_kernel(xp, a, eps=None):
@@ -559,7 +575,7 @@ def _erfinv_kernel(xp, a):
 
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 erf = _unary("erf", None, lambda g, self: g * TWO_OVER_SQRT_PI * (-(self * self)).exp(),
-             kernel=_erf_kernel)
+             kernel=_erf_kernel, lower=_lw.cmath("em_erf"))
 erfc = _unary("erfc", None, lambda g, self: -g * TWO_OVER_SQRT_PI * (-(self * self)).exp(),
               kernel=_erfc_kernel)
 erfinv = _unary("erfinv", None,
@@ -577,9 +593,10 @@ def _neg_kernel(xp, a):
 
 
 neg = _unary("neg", None, lambda g: -g, rule=rule_promote, errstate=False, kernel=_neg_kernel,
-             names=("neg", "negative"))
+             names=("neg", "negative"), lower=Lower("(({T})-{a})"))
 abs = _unary("abs", np.abs, lambda g, self: g * self.sign(), rule=only("if", "abs_cpu"),
-             errstate=False, names=("abs", "absolute"))
+             errstate=False, names=("abs", "absolute"),
+             lower=Lower("fabs{f}({a})", c_int="(({T})({a} < 0 ? -{a} : {a}))"))
 
 
 def _sign_kernel(xp, a):
@@ -594,12 +611,13 @@ def _rule_square(dt, name):
     return (D.int64, D.int64) if dt is D.bool_ else (dt, dt)
 
 
-sign = _unary("sign", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel)
+sign = _unary("sign", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel,
+             lower=Lower(_lw.sign_c))
 sgn = _unary("sgn", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel)
 square = _unary("square", np.square, lambda g, self: 2 * g * self, rule=_rule_square,
-                errstate=False, node_name="PowBackward0")
+                errstate=False, node_name="PowBackward0", lower=Lower("(({T})({a} * {a}))"))
 reciprocal = _unary("reciprocal", np.reciprocal, lambda g, result: -g * result * result,
-                    kernel=lambda xp, a: 1 / a)
+                    kernel=lambda xp, a: 1 / a, lower=Lower("((({T})1) / {a})", cost=COSTLY))
 
 
 def _int_identity(f):
@@ -607,11 +625,12 @@ def _int_identity(f):
 
 
 floor = _unary("floor", None, lambda g: _zeros(g), rule=only("if", "floor_vml_cpu"),
-               kernel=_int_identity(np.floor))
+               kernel=_int_identity(np.floor), lower=Lower("floor{f}({a})", c_int="{a}"))
 ceil = _unary("ceil", None, lambda g: _zeros(g), rule=only("if", "ceil_vml_cpu"),
-              kernel=_int_identity(np.ceil))
+              kernel=_int_identity(np.ceil), lower=Lower("ceil{f}({a})", c_int="{a}"))
 trunc = _unary("trunc", None, lambda g: _zeros(g), rule=only("if", "trunc_vml_cpu"),
-               kernel=_int_identity(np.trunc), names=("trunc", "fix"))
+               kernel=_int_identity(np.trunc), names=("trunc", "fix"),
+               lower=Lower("trunc{f}({a})", c_int="{a}"))
 frac = _unary("frac", None, lambda g: g, rule=only("f", "frac_cpu"),
               kernel=lambda xp, a: a - xp.trunc(a))
 
@@ -627,7 +646,8 @@ def _round_kernel(xp, a, decimals=None):
 
 
 round = _unary("round", None, lambda g: _zeros(g), rule=only("if", "round_vml_cpu"),
-               kernel=_round_kernel, attrs={"decimals": None})
+               kernel=_round_kernel, attrs={"decimals": None},
+               lower=Lower("rint{f}({a})", c_int="{a}"))   # half to even, like torch
 
 
 # relu's zero in each dtype: a same-dtype scalar is NumPy's cheapest second operand
@@ -656,7 +676,7 @@ def _mask_positive(g, r):
 # a plain function in the `ufunc` slot takes dispatch's fast path for same-dtype tensors
 _relu_backward = defpw("threshold_backward", _mask_positive, inputs=("self", "result"),
                        function=False, method=False, inplace=False,
-                       node_name="ThresholdBackwardBackward0",
+                       node_name="ThresholdBackwardBackward0", lower=Lower(build=_lw.threshold_ir),
                        grads={"self": lambda g, result: _relu_backward(g, result),
                               "result": lambda g: _zeros(g)})
 _PLAIN_MASK = (D.float32, D.float64)
@@ -671,7 +691,8 @@ def _relu_grad(g, result):
     return _relu_backward(g, result)
 
 
-relu = _unary("relu", None, _relu_grad, rule=rule_promote, errstate=False, kernel=_relu_kernel)
+relu = _unary("relu", None, _relu_grad, rule=rule_promote, errstate=False, kernel=_relu_kernel,
+              lower=Lower("({a} < 0 ? ({T})0 : {a})"))   # keeps NaN (and -0.0) like torch
 
 
 def _nan_to_num_kernel(xp, a, nan=0.0, posinf=None, neginf=None):
@@ -720,7 +741,8 @@ register(OpDef("positive", POINTWISE), positive)
 register(OpDef("_invert", POINTWISE, method=False), _invert)
 
 # ---- predicates and comparisons (boolean results, not differentiable) ----
-isnan = _unary("isnan", np.isnan, None, rule=rule_to_bool, errstate=False, inplace=False)
+isnan = _unary("isnan", np.isnan, None, rule=rule_to_bool, errstate=False, inplace=False,
+               lower=Lower("((uint8_t)({a} != {a}))"))
 isinf = _unary("isinf", np.isinf, None, rule=rule_to_bool, errstate=False, inplace=False)
 isfinite = _unary("isfinite", np.isfinite, None, rule=rule_to_bool, errstate=False,
                   inplace=False)
@@ -729,15 +751,21 @@ isposinf = _unary("isposinf", np.isposinf, None, rule=rule_to_bool, errstate=Fal
 isneginf = _unary("isneginf", np.isneginf, None, rule=rule_to_bool, errstate=False,
                   inplace=False)
 signbit = _unary("signbit", np.signbit, None, rule=rule_to_bool, errstate=False, inplace=False)
-logical_not = _unary("logical_not", np.logical_not, None, rule=rule_to_bool, errstate=False)
-eq = defpw("eq", np.equal, rule=rule_compare)
-ne = defpw("ne", np.not_equal, rule=rule_compare, names=("ne", "not_equal"))
-lt = defpw("lt", np.less, rule=rule_compare, names=("lt", "less"))
-le = defpw("le", np.less_equal, rule=rule_compare, names=("le", "less_equal"))
-gt = defpw("gt", np.greater, rule=rule_compare, names=("gt", "greater"))
-ge = defpw("ge", np.greater_equal, rule=rule_compare, names=("ge", "greater_equal"))
-logical_and = defpw("logical_and", np.logical_and, rule=rule_to_bool)
-logical_or = defpw("logical_or", np.logical_or, rule=rule_to_bool)
+logical_not = _unary("logical_not", np.logical_not, None, rule=rule_to_bool, errstate=False,
+                     lower=Lower("((uint8_t)({a} == 0))"))
+eq = defpw("eq", np.equal, rule=rule_compare, lower=_lw.compare("=="))
+ne = defpw("ne", np.not_equal, rule=rule_compare, names=("ne", "not_equal"),
+           lower=_lw.compare("!="))
+lt = defpw("lt", np.less, rule=rule_compare, names=("lt", "less"), lower=_lw.compare("<"))
+le = defpw("le", np.less_equal, rule=rule_compare, names=("le", "less_equal"),
+           lower=_lw.compare("<="))
+gt = defpw("gt", np.greater, rule=rule_compare, names=("gt", "greater"), lower=_lw.compare(">"))
+ge = defpw("ge", np.greater_equal, rule=rule_compare, names=("ge", "greater_equal"),
+           lower=_lw.compare(">="))
+logical_and = defpw("logical_and", np.logical_and, rule=rule_to_bool,
+                    lower=Lower("((uint8_t)(({a} != 0) & ({b} != 0)))", compare=True))
+logical_or = defpw("logical_or", np.logical_or, rule=rule_to_bool,
+                   lower=Lower("((uint8_t)(({a} != 0) | ({b} != 0)))", compare=True))
 logical_xor = defpw("logical_xor", np.logical_xor, rule=rule_to_bool)
 bitwise_and = defpw("bitwise_and", np.bitwise_and, rule=rule_integral)
 bitwise_or = defpw("bitwise_or", np.bitwise_or, rule=rule_integral)
@@ -838,7 +866,8 @@ def _where_method(self, condition, other):
     return where(condition, self, other)
 
 
-register(OpDef("where", POINTWISE, method=False), where)
+register(OpDef("where", POINTWISE, method=False,
+              lower=Lower("({a} ? {b} : {c})", build=_lw.where_ir, np=_lw.where_np)), where)
 _METHODS["where"] = _where_method
 
 
@@ -924,7 +953,8 @@ def clamp_max(input, max):
 
 _CLAMP_INPLACE = _METHODS.pop("_clamp_", None)
 for _n in ("clamp", "clip"):
-    register(OpDef(_n, POINTWISE), clamp, names=(_n,))
+    register(OpDef(_n, POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max"))),
+             clamp, names=(_n,))
     _METHODS[_n + "_"] = clamp_
 register(OpDef("clamp_min", POINTWISE), clamp_min)
 register(OpDef("clamp_max", POINTWISE), clamp_max)

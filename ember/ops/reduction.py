@@ -15,6 +15,7 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, REDUCTION, register
+from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
                             reduced_count, kernel_dtype, multi_output, grad_at, write_out,
                             reduce_result as _reduce)
@@ -380,8 +381,9 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
                                   {"dims": dims, "keepdim": keepdim}))
 
 
+_LOWER = {sum: _lw.SUM, mean: _lw.MEAN, var: _lw.VAR}   # how fused kernels reduce a row
 for _f in (sum, mean, nansum, nanmean, prod, all, any, count_nonzero, var, std, logsumexp):
-    register(OpDef(_f.__name__, REDUCTION), _f)
+    register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
 for _f in (var_mean, std_mean):
     register(OpDef(_f.__name__, REDUCTION, method=False), _f)
 register(OpDef("sum_to_size", REDUCTION, function=False), sum_to_size)

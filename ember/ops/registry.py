@@ -117,6 +117,8 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
     """Record `op` and publish its callable under its function and method names."""
     OPS[op.name] = op
     op.fn = fn
+    if op.lower is not None and op.lower.prim is None:
+        op.lower.prim = op.name
     for n in (op.name,) + op.overloads + tuple(names or ()) + tuple(method_names or ()):
         BY_NAME.setdefault(n, op)
     if fn.__doc__ is None and op.doc:

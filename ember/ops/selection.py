@@ -16,6 +16,7 @@ from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
 from .registry import OpDef, REDUCTION, register
+from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, restore, LOWP, selecting_op,
                             select_values, index_tensor, multi_output, grad_at, write_out,
                             take_along)
@@ -390,6 +391,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     return write_out(out, _quantile("nanquantile", input, q, dim, keepdim, interpolation, True))
 
 
+_LOWER = {amax: _lw.AMAX, amin: _lw.AMIN}   # how fused kernels reduce a row
 for _f in (max, min, amax, amin, aminmax, argmax, argmin, median, nanmedian, kthvalue, mode,
            quantile, nanquantile):
-    register(OpDef(_f.__name__, REDUCTION), _f)
+    register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)

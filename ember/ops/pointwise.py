@@ -866,7 +866,7 @@ def _where_method(self, condition, other):
     return where(condition, self, other)
 
 
-register(OpDef("where", POINTWISE, method=False,
+register(OpDef("where", POINTWISE, method=False, inputs=("condition", "input", "other"),
               lower=Lower("({a} ? {b} : {c})", build=_lw.where_ir, np=_lw.where_np)), where)
 _METHODS["where"] = _where_method
 

@@ -10,6 +10,7 @@ import math
 import numpy as np
 
 from .core import dtype as D
+from .core.dtype import TORCH_NAMES, torch_name  # noqa: F401  (re-exported for the ops)
 from .core.tensor import Tensor, _init, _new
 from .core.strides import broadcast_shapes
 from .autograd.grad_mode import state, call_mode  # noqa: F401  (the mode seam)
@@ -19,13 +20,6 @@ ndarray = np.ndarray
 _asarray = np.asarray
 
 LOWP = (D.float16, D.bfloat16)
-TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double"}
-
-
-def torch_name(dt):
-    return TORCH_NAMES[dt.name]
 
 
 def wrap(arr, dt):

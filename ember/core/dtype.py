@@ -72,6 +72,17 @@ _NAMES.update(_ALIASES)
 FROM_NP = {d.np: d for d in ALL if d.np is not None}
 
 
+# PyTorch's names of the dtypes in messages ("expected scalar type Float but found Double").
+TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
+               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
+               "float64": "Double"}
+
+
+def torch_name(dt):
+    """PyTorch's name of dtype `dt` in error messages: ``Float`` for float32."""
+    return TORCH_NAMES[dt.name]
+
+
 def from_numpy_dtype(np_dtype):
     try:
         return FROM_NP[np.dtype(np_dtype)]

@@ -20,7 +20,7 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "ember"
 # longest prefix that names it or one of its parent packages; `ember` itself (the top
 # namespace, ember/__init__.py) may import anything and is matched exactly, never as a prefix.
 LAYERS = [
-    ("core", ("ember.core", "ember.backends", "ember.cuda")),
+    ("core", ("ember.core", "ember.backends", "ember.cuda", "ember.version")),
     ("autograd state + recording", ("ember.autograd.grad_mode", "ember.autograd.graph",
                                     "ember.autograd.views", "ember.autograd.anomaly")),
     ("dispatch", ("ember.dispatch",)),

@@ -10,7 +10,6 @@ import math
 import numpy as np
 
 from .core import dtype as D
-from .core.dtype import TORCH_NAMES, torch_name  # noqa: F401  (re-exported for the ops)
 from .core.tensor import Tensor, _init, _new
 from .core.strides import broadcast_shapes
 from .autograd.grad_mode import state, call_mode  # noqa: F401  (the mode seam)
@@ -20,6 +19,7 @@ ndarray = np.ndarray
 _asarray = np.asarray
 
 LOWP = (D.float16, D.bfloat16)
+TORCH_NAMES, torch_name = D.TORCH_NAMES, D.torch_name   # dtype names live in core/dtype.py
 
 
 def wrap(arr, dt):

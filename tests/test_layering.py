@@ -38,45 +38,44 @@ LAYERS = [
 ]
 
 # (importer, imported): reason. Each entry is a debt; remove it when the edge goes.
+_AMP = "inline autocast checks in op bodies; they move into OpDef.amp (issue 13.1)"
+_COMPOSITES = "composites move (issue 13.3)"
+_NAMESPACE = "nn code calls the public namespace (ember.zeros...): to rewire to explicit imports"
 ALLOWLIST = {
-    ("ember.linalg", "ember.amp.policy"):
-        "inline autocast checks in op bodies; they move into OpDef.amp (issue 13.1, amp/ is the lead's)",
+    ("ember.linalg", "ember.amp.policy"): _AMP,
     ("ember.ops.linalg", "ember.amp.policy"):
-        "inline autocast checks in op bodies; they move into OpDef.amp (issue 13.1, amp/ is the lead's)",
-    ("ember.ops.reduction", "ember.amp.policy"):
-        "inline autocast checks in op bodies; they move into OpDef.amp (issue 13.1, amp/ is the lead's)",
+        _AMP,
+    ("ember.ops.reduction", "ember.amp.policy"): _AMP,
     ("ember.ops.selection", "ember.amp.policy"):
-        "inline autocast checks in op bodies; they move into OpDef.amp (issue 13.1, amp/ is the lead's)",
+        _AMP,
     ("ember.nn.functional", "ember.compiler.eager"):
-        "composites move (issue 13.3): the compiler will plug in EagerKernel",
+        _COMPOSITES + ": the compiler will plug in EagerKernel",
     ("ember.nn.functional_attention", "ember.compiler.eager"):
-        "composites move (issue 13.3): the compiler will plug in EagerKernel",
+        _COMPOSITES + ": the compiler will plug in EagerKernel",
     ("ember.nn.functional_norm", "ember.compiler.eager"):
-        "composites move (issue 13.3): the compiler will plug in EagerKernel",
+        _COMPOSITES + ": the compiler will plug in EagerKernel",
     ("ember.nn.functional_attention", "ember.nn.functional"):
-        "composites move (issue 13.3): softmax/dropout/linear for the sdpa decomposition",
+        _COMPOSITES + ": softmax/dropout/linear for sdpa",
     ("ember.nn.functional_loss", "ember.nn.functional"):
-        "composites move (issue 13.3): log_softmax for cross_entropy",
+        _COMPOSITES + ": log_softmax for cross_entropy",
     ("ember.nn.functional", "ember"):
-        "composites move (issue 13.3); written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_attention", "ember"):
-        "composites move (issue 13.3); written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_conv", "ember"):
-        "composites move (issue 13.3); written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_cross_entropy", "ember"):
-        "composites move (issue 13.3); written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_embedding", "ember"):
-        "composites move (issue 13.3); written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_loss", "ember"):
-        "composites move (issue 13.3); written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_norm", "ember"):
-        "composites move (issue 13.3); written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
-    ("ember.nn.init", "ember"):
-        "written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _COMPOSITES + "; " + _NAMESPACE,
+    ("ember.nn.init", "ember"): _NAMESPACE,
     ("ember.nn.modules.rnn", "ember"):
-        "written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
-    ("ember.nn.utils.rnn", "ember"):
-        "written against the public namespace (ember.zeros, ...); to be rewired to explicit imports",
+        _NAMESPACE,
+    ("ember.nn.utils.rnn", "ember"): _NAMESPACE,
 }
 
 

@@ -7,7 +7,7 @@
 This module is the public, torch-like namespace. The functions and Tensor methods come from
 the op registry (ember/ops/registry.py), which defines each op once.
 """
-__version__ = "0.1.0"
+from .version import __version__  # noqa: F401
 
 import os as _os
 

@@ -19,13 +19,7 @@ ndarray = np.ndarray
 _asarray = np.asarray
 
 LOWP = (D.float16, D.bfloat16)
-TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double"}
-
-
-def torch_name(dt):
-    return TORCH_NAMES[dt.name]
+TORCH_NAMES, torch_name = D.TORCH_NAMES, D.torch_name   # dtype names live in core/dtype.py
 
 
 def wrap(arr, dt):

@@ -16,8 +16,10 @@ optimizer moves READY -> UNSCALED -> STEPPED between two update() calls.
 from collections import defaultdict
 from enum import Enum
 
-import ember
+from ..core import dtype as D
 from ..core.tensor import Tensor
+from ..autograd.grad_mode import no_grad
+from ..ops.creation import full
 
 
 class OptState(Enum):
@@ -59,8 +61,8 @@ class GradScaler:
         return self._scale, self._growth_tracker
 
     def _lazy_init_scale_growth_tracker(self):
-        self._scale = ember.full((), self._init_scale, dtype=ember.float32)
-        self._growth_tracker = ember.full((), self._init_growth_tracker, dtype=ember.int32)
+        self._scale = full((), self._init_scale, dtype=D.float32)
+        self._growth_tracker = full((), self._init_growth_tracker, dtype=D.int32)
 
     def scale(self, outputs):
         """`outputs` (a tensor, or lists/tuples of them) multiplied by the scale factor."""
@@ -71,7 +73,7 @@ class GradScaler:
 
         def apply(v):
             if isinstance(v, Tensor):
-                return v * self._scale.to(v.dtype) if v.dtype is ember.float64 \
+                return v * self._scale.to(v.dtype) if v.dtype is D.float64 \
                     else v * self._scale
             if isinstance(v, (list, tuple)):
                 return type(v)(apply(x) for x in v)
@@ -83,18 +85,18 @@ class GradScaler:
     def _unscale_grads_(self, optimizer, inv_scale, allow_fp16):
         """Multiply every gradient by `inv_scale` in place; returns whether any was inf/nan."""
         found = False
-        with ember.no_grad():
+        with no_grad():
             for group in optimizer.param_groups:
                 for p in group["params"]:
                     g = p.grad
                     if g is None:
                         continue
-                    if not allow_fp16 and g.dtype is ember.float16:
+                    if not allow_fp16 and g.dtype is D.float16:
                         raise ValueError("Attempting to unscale FP16 gradients.")
                     if not found and not bool(g.isfinite().all()):
                         found = True
-                    g.mul_(inv_scale.to(g.dtype) if g.dtype is ember.float64 else inv_scale)
-        return ember.full((), 1.0 if found else 0.0, dtype=ember.float32)
+                    g.mul_(inv_scale.to(g.dtype) if g.dtype is D.float64 else inv_scale)
+        return full((), 1.0 if found else 0.0, dtype=D.float32)
 
     def unscale_(self, optimizer):
         """Divide `optimizer`'s gradients by the scale (once between two update() calls)."""
@@ -109,8 +111,7 @@ class GradScaler:
             raise RuntimeError("unscale_() is being called after step().")
         # the reciprocal in double, then float32, so it is exact for powers of two and close
         # otherwise
-        inv_scale = ember.full((), 1.0 / float(self._scale.double().item()),
-                               dtype=ember.float32)
+        inv_scale = full((), 1.0 / float(self._scale.double().item()), dtype=D.float32)
         st["found_inf_per_device"] = {"cpu": self._unscale_grads_(optimizer, inv_scale, False)}
         st["stage"] = OptState.UNSCALED
 
@@ -149,7 +150,7 @@ class GradScaler:
                 reason = "new_scale should be a float or a 1-element ember.FloatTensor or " \
                          "ember.cuda.FloatTensor with requires_grad=False."
                 if not (isinstance(new_scale, Tensor) and new_scale.numel() == 1
-                        and new_scale.dtype is ember.float32 and not new_scale.requires_grad):
+                        and new_scale.dtype is D.float32 and not new_scale.requires_grad):
                     raise AssertionError(reason)
                 scale.copy_(new_scale.reshape(()))
         else:

@@ -454,7 +454,7 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                   materialize_grads):
     """``is_grads_batched=True``: the first dim of every grad_output indexes independent
     vector-Jacobian products; results are stacked along a new first dim."""
-    from .. import stack
+    from ..ops.joining import stack
     n = grad_outputs[0].shape[0]
     rows = [grad(outputs, inputs, tuple(g[i] for g in grad_outputs), retain_graph=True,
                  create_graph=create_graph, allow_unused=allow_unused,

@@ -99,7 +99,7 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
     """The Jacobian of `func` at `inputs` (one backward per output element)."""
     from ..ops.creation import zeros
-    from .. import stack
+    from ..ops.joining import stack
     ins, single = _tuple(inputs)
     ins = _prep(ins, create_graph)
     outs, out_single = _tuple(func(*ins))

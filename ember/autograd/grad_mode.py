@@ -8,6 +8,8 @@ import functools
 import inspect
 import threading
 
+from ..core import tensor as _tensor_module
+
 
 class _State(threading.local):
     enabled = True
@@ -20,6 +22,8 @@ class _State(threading.local):
 
 
 state = _State()
+# the data layer reads the state through this slot (ember/core/tensor.py names no layer above)
+_tensor_module.grad_mode_state = state
 
 
 # ---- the mode seam: tracing, profiling, autocast-like interceptors ----

@@ -16,6 +16,7 @@ import numpy as np
 
 from .grad_mode import state
 from ..core.tensor import Tensor
+from ..core.dtype import torch_name
 
 
 class Node:
@@ -165,7 +166,6 @@ class SavedTensor:
         return t
 
     def _stale(self, node, t):
-        from ..dispatch import torch_name
         # PyTorch names the producer without "Backward0": the saving node for an output,
         # the tensor's current grad_fn for an input; leaves get no clause
         producer = node if self.is_output else t.grad_fn
@@ -268,7 +268,7 @@ def edge_of(t):
     if fn is not None:
         base_fn = fn._base_fn
         if base_fn is not _UNTRACKED and t._base is not None and base_fn is not t._base.grad_fn:
-            fn = _refresh_view(t)
+            fn = refresh_view(t)
         return (fn, t._output_nr)
     if t._requires_grad:
         ref = t._grad_acc
@@ -369,20 +369,13 @@ _NO_EDGE = (None, 0)
 _RESULT = ("result",)
 
 
-def _refresh_view(t):
-    """Its base was modified in place after view `t` was made, so `t`'s node reads stale
-    history: `t` now reads its elements out of the base's current history (PyTorch regenerates
-    such a view's grad_fn as an AsStridedBackward0 the same way)."""
-    from .views import view_index
-    from ..ops.view import _GATHER
-    base = t._base
-    idx = view_index(base, t)
-    node = make_node(_GATHER, (base,), {"shape": base._data.shape,
-                                        "view_fn": lambda a, _i=idx: a.reshape(-1)[_i]}, t)
-    node._base_fn = base.grad_fn
-    t.grad_fn = node
-    t._output_nr = 0
-    return node
+# In-place ops on views are handled in autograd/views.py, which builds on this module and
+# fills these two slots at its import:
+# - rebase_view(op, args, t, attrs, old): rewire the graph after in-place `op` on view `t`;
+# - refresh_view(t): a fresh node for view `t` whose base was modified in place after `t` was
+#   made (returns it).
+rebase_view = None
+refresh_view = None
 
 
 def record(op, args, result, attrs):
@@ -442,7 +435,6 @@ def snapshot_for_inplace(op, t):
 
 def record_inplace(op, args, t, attrs, old):
     """Rebase `t` onto a new node for an in-place op (``y.add_(1)``)."""
-    from .views import rebase_view
     if t._base is not None and t._base._requires_grad or (t._base is not None and
                                                           _needs_view_rebase(args)):
         rebase_view(op, args, t, attrs, old)

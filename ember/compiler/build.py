@@ -94,7 +94,7 @@ _CPU_FLAGS = _cpu_flags()
 
 
 def cache_key(source, flags=FLAGS):
-    from .. import __version__
+    from ..version import __version__
     h = hashlib.sha256()
     for part in (source, " ".join(flags), compiler_version(), __version__, _CPU_FLAGS):
         h.update(part.encode())

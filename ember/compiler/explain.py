@@ -73,7 +73,7 @@ def explain(fn, **compile_kwargs):
     """``explain(fn)(*args)`` compiles `fn` (unless it is compiled already), calls it with
     the arguments and returns an ExplainOutput describing what happened."""
     from .api import CompiledFunction
-    from . import compile as ember_compile
+    from .frontend import compile as ember_compile
 
     def run(*args, **kwargs):
         cf = _compiled_of(fn)

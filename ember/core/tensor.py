@@ -23,6 +23,16 @@ from numpy.lib.stride_tricks import as_strided as _as_strided
 data_access_hooks = []
 
 
+# Slots the layers above fill at their own import (this file sits at the bottom and names
+# none of them):
+# - ember/autograd/grad_mode.py sets `grad_mode_state` to its thread-local state, read only to
+#   refuse requires_grad=True on an inference tensor outside inference mode;
+# - ember/ops/creation.py sets `array_from_data(data, dtype)`, the backend array of nested
+#   data for the legacy constructor ``Tensor(data)``.
+grad_mode_state = None
+array_from_data = None
+
+
 def _data_access(t, what):
     for hook in data_access_hooks:
         hook(t, what)
@@ -92,15 +102,13 @@ class Tensor:
                  "_inference", "__weakref__")
 
     def __init__(self, *args, device=None):
-        from .. import ops  # noqa: F401  (legacy constructor needs the creation ops)
-        from ..ops.creation import _array_from_data
         dt = _dt.get_default_dtype()
         if len(args) == 1 and not isinstance(args[0], int):
             src = args[0]
             if isinstance(src, Tensor):  # shares src's memory, whatever its dtype (PyTorch)
                 arr, dt = src._data, src.dtype
             else:
-                arr = _array_from_data(src, dt)
+                arr = array_from_data(src, dt)
         else:
             shape = args if args else (0,)  # ember.Tensor() is an empty 1-D tensor
             arr = np.zeros(tuple(int(s) for s in shape), dt.np)
@@ -225,8 +233,7 @@ class Tensor:
     @requires_grad.setter
     def requires_grad(self, value):
         if value and self._inference:
-            from ..autograd.grad_mode import state
-            if not state.inference:
+            if not grad_mode_state.inference:
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                    "InferenceMode is not allowed.")
         if value and not self.dtype.is_floating_point:

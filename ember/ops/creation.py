@@ -13,6 +13,7 @@ from ..core import dtype as D
 from ..core.device import to_device
 from ..core.tensor import Tensor, _init, preserve_format, channels_last, channels_last_3d
 from ..core import strides as S
+from ..core import tensor as _tensor_module
 from numpy.lib.stride_tricks import as_strided as _as_strided
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
@@ -79,6 +80,10 @@ def _array_from_data(data, dt):
     if arr.dtype == object:
         raise ValueError("expected a rectangular nested sequence of numbers")
     return arr.astype(dt.np) if arr.dtype != dt.np else arr
+
+
+# the legacy constructor Tensor(data) reads nested data through this slot of the data layer
+_tensor_module.array_from_data = _array_from_data
 
 
 def _shape_error(data):

@@ -324,8 +324,8 @@ def tile(input, dims):
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element (along `dim`, or of the flattened tensor) `repeats` times; as an
-    index_select, so its derivative sums the copies back (index_add)."""
-    from .scatter import index_select
+    index_select, so its derivative sums the copies back (index_add). The Tensor method,
+    as ops/scatter.py builds on this file."""
     if repeats is None:   # repeat_interleave(counts): arange(len(counts)) repeated counts times
         if input.dim() != 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
@@ -354,7 +354,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         raise RuntimeError("allocated size does not match required size")
     if input.dim() == 0:
         input = input.reshape(1)
-    return index_select(input, d, wrap(idx, D.int64))
+    return input.index_select(d, wrap(idx, D.int64))
 
 
 def _check_repeats(t):

@@ -748,7 +748,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     if not x1.dtype.is_floating_point:
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
                            f"{_fname(x1.dtype)}")
-    from ..linalg import vector_norm
+    from .norms import vector_norm
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return vector_norm(diff, p, dim=-1)
 

@@ -210,7 +210,6 @@ def _pow_kernel(xp, a, b):
 
 
 def _pow_self_grad(g, self, exponent):
-    from .. import where
     if not hasattr(exponent, "_data"):
         if exponent == 0:
             return _zeros(g)
@@ -219,7 +218,6 @@ def _pow_self_grad(g, self, exponent):
 
 
 def _pow_exp_grad(g, self, exponent, result):
-    from .. import where
     if not hasattr(self, "_data"):
         return g * result * math.log(self) if self > 0 else g * result * float("nan") \
             if self < 0 else _zeros(g)
@@ -245,7 +243,6 @@ hypot = defpw("hypot", np.hypot, rule=only("f", "hypot_cpu"),
 
 
 def _copysign_grad(g, self, result):
-    from .. import where
     return g * where(self == 0, 0.0, result / self)
 
 
@@ -254,13 +251,11 @@ copysign = defpw("copysign", np.copysign, rule=rule_float,
 
 
 def _max_grad(g, self, other, mine):
-    from .. import where
     half = where(self == other, g / 2, g)
     return half.masked_fill(self < other if mine else self > other, 0)
 
 
 def _min_grad(g, self, other, mine):
-    from .. import where
     half = where(self == other, g / 2, g)
     return half.masked_fill(self > other if mine else self < other, 0)
 
@@ -417,7 +412,6 @@ def _logit_kernel(xp, a, eps=None):
 def _logit_grad(g, self, eps):
     if eps is None:
         return g / (self * (1 - self))
-    from .. import where
     inside = (self >= eps) & (self <= 1 - eps)
     return where(inside, g / (self * (1 - self)), 0.0)
 
@@ -826,7 +820,7 @@ _where = defpw("_where", None, _where_kernel, inputs=("condition", "self", "othe
 
 
 def _where_grad(g, condition, first):
-    from .. import zeros_like
+    from .creation import zeros_like
     z = zeros_like(g)
     return _where(condition, g, z) if first else _where(condition, z, g)
 
@@ -839,7 +833,7 @@ def where(condition, input=None, other=None, *, out=None):
     _where_rule_check(condition)
     from ..core.tensor import Tensor
     if not isinstance(condition, Tensor):
-        from .. import tensor
+        from .creation import tensor
         condition = tensor(condition)
     return _where_call(condition, input, other, out)
 
@@ -854,7 +848,7 @@ def _where_call(condition, input, other, out):
     a = input.to(dt) if isinstance(input, Tensor) else checked_scalar(input, dt)
     b = other.to(dt) if isinstance(other, Tensor) else checked_scalar(other, dt)
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-        from .. import tensor
+        from .creation import tensor
         a = tensor(a, dtype=dt)
     cond = condition if condition.dtype.name == "bool" else condition.bool()
     r = _where(cond, a, b, out=out)

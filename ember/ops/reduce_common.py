@@ -197,3 +197,10 @@ def write_out(out, result):
         written = tuple(copy_into_out(o, r) for o, r in zip(out, result))
         return type(result)(*written) if hasattr(result, "_fields") else written
     return copy_into_out(out, result)
+
+
+def sum_dtype(input, dtype):
+    """sum/nansum/prod/cumsum result dtype: `dtype` if given, else int64 for integers/bool."""
+    if dtype is not None:
+        return D.to_dtype(dtype)
+    return input.dtype if input.dtype.is_floating_point else D.int64

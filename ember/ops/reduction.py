@@ -18,17 +18,10 @@ from .registry import OpDef, REDUCTION, register
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
                             reduced_count, kernel_dtype, multi_output, grad_at, write_out,
-                            reduce_result as _reduce)
+                            reduce_result as _reduce, sum_dtype as _sum_dtype)
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 INF = math.inf
-
-
-def _sum_dtype(input, dtype):
-    """sum/nansum/prod/cumsum result dtype: `dtype` if given, else int64 for integers/bool."""
-    if dtype is not None:
-        return D.to_dtype(dtype)
-    return input.dtype if input.dtype.is_floating_point else D.int64
 
 
 _SUM = OpDef("sum", REDUCTION, attrs={"shape": None, "dims": None, "keepdim": False},

@@ -14,8 +14,7 @@ from ..autograd import graph
 from .. import return_types as RT
 from .registry import OpDef, REDUCTION, register, METHODS
 from .reduce_common import (flip, kernel_dtype, selecting_op, select_values, index_tensor,
-                            write_out)
-from .reduction import _sum_dtype
+                            write_out, sum_dtype as _sum_dtype)
 
 
 def _record(op, input, out, attrs):

@@ -11,9 +11,11 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from ..core import strides as S
+from ..core.strides import strided_view, storage_positions as _storage_positions  # noqa: F401
 from ..core.tensor import Tensor, make_view
 from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
+from ..autograd import views as _autograd_views
 from .registry import OpDef, VIEW, register, METHODS
 
 
@@ -83,6 +85,9 @@ _SCATTER = OpDef("_view_scatter", VIEW, attrs={"shape": None, "view_fn": None},
 _GATHER = OpDef("_view_gather", VIEW, attrs={"shape": None, "view_fn": None},
                 grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
                 node_name="AsStridedBackward0")
+# recording rebases views with these two (autograd/views.py sits below the ops, names none)
+_autograd_views.gather_op = _GATHER
+_autograd_views.view_scatter = _view_scatter
 
 
 def _grad_of_view(g, shape, view_fn):
@@ -135,16 +140,6 @@ def apply_view(op, self, view_fn):
     if self._requires_grad and state.enabled:
         graph.record(op, (self,), out, {"shape": self._data.shape, "view_fn": view_fn})
     return out
-
-
-def strided_view(arr, shape, stride):
-    """A backend view of `arr`'s memory with element strides `stride` (from arr's start)."""
-    item = arr.itemsize
-    strides = tuple(s * item for s in stride)
-    if arr.flags.c_contiguous and arr.size:
-        # np.ndarray over the buffer is ~5x cheaper than as_strided, and still aliases `arr`
-        return np.ndarray(tuple(shape), arr.dtype, buffer=arr, strides=strides)
-    return _np_as_strided(arr, shape=tuple(shape), strides=strides, writeable=True)
 
 
 def offset_view(a, off, shape, stride):
@@ -539,14 +534,6 @@ def as_strided(self, size, stride, storage_offset=None):
         out_pos = strided_view(np.arange(flat.size, dtype=np.int64)[off:], size, stride)
         return np.asarray(a).reshape(-1)[pos2idx[out_pos]]
     return apply_view(_AS_STRIDED, self, fn)
-
-
-def _storage_positions(t):
-    st = t.stride()
-    off = t.storage_offset()
-    full = np.arange(t._storage_obj().data.size, dtype=np.int64)
-    return strided_view(full[off:], t._data.shape, st) if t._data.size else \
-        np.zeros(t._data.shape, np.int64)
 
 
 def unfold(self, dimension, size, step):

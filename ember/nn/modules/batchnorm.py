@@ -4,7 +4,9 @@
     y = bn(x)                        # training: batch stats, running stats updated
     bn.eval(); y = bn(x)             # eval: running stats
 """
-import ember
+from ...core import dtype as D
+from ...autograd.grad_mode import no_grad
+from ...ops.creation import tensor
 from ...ops.creation import empty, zeros, ones
 from .. import functional as F, init
 from ..parameter import Parameter
@@ -29,7 +31,7 @@ class _NormBase(Module):
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype))
             self.register_buffer("running_var", ones(num_features, dtype=dtype))
-            self.register_buffer("num_batches_tracked", ember.tensor(0, dtype=ember.int64))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=D.int64))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
@@ -61,7 +63,7 @@ class _BatchNorm(_NormBase):
         self._check_input_dim(input)
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
-            with ember.no_grad():
+            with no_grad():
                 self.num_batches_tracked.add_(1)
             if self.momentum is None:      # cumulative moving average
                 factor = 1.0 / int(self.num_batches_tracked.item())

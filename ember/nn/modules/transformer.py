@@ -9,7 +9,8 @@ state_dicts are interchangeable.
 """
 import copy
 
-import ember
+from ...core.dtype import get_default_dtype
+from ...ops.creation import full
 from .. import functional as F, init
 from .activation_attention import MultiheadAttention
 from .container import ModuleList
@@ -35,7 +36,7 @@ def _clones(module, n):
 
 def _generate_square_subsequent_mask(sz, device=None, dtype=None):
     """A float (sz, sz) mask: 0 on and below the diagonal, -inf above."""
-    return ember.full((sz, sz), float("-inf"), dtype=dtype or ember.get_default_dtype()).triu(1)
+    return full((sz, sz), float("-inf"), dtype=dtype or get_default_dtype()).triu(1)
 
 
 class TransformerEncoderLayer(Module):

@@ -6,29 +6,32 @@ parameters in place.
 """
 import math
 
-import ember
+from ...core.tensor import Tensor
+from ...autograd.grad_mode import no_grad
+from ...ops.creation import tensor
+from ...ops.joining import stack
 
 
 def _grads(parameters):
-    if isinstance(parameters, ember.Tensor):
+    if isinstance(parameters, Tensor):
         parameters = [parameters]
     return [p.grad for p in parameters if p.grad is not None]
 
 
 def get_total_norm(tensors, norm_type=2.0, error_if_nonfinite=False, foreach=None):
     """The `norm_type`-norm of all `tensors` seen as one vector."""
-    if isinstance(tensors, ember.Tensor):
+    if isinstance(tensors, Tensor):
         tensors = [tensors]
     tensors = list(tensors)
     norm_type = float(norm_type)
     if not tensors:
-        return ember.tensor(0.0)
-    with ember.no_grad():
+        return tensor(0.0)
+    with no_grad():
         norms = [t.norm(norm_type) for t in tensors]
         if norm_type == math.inf:
-            total = ember.stack([n.to(norms[0].dtype) for n in norms]).amax()
+            total = stack([n.to(norms[0].dtype) for n in norms]).amax()
         else:
-            total = ember.stack([n.to(norms[0].dtype) for n in norms]).norm(norm_type)
+            total = stack([n.to(norms[0].dtype) for n in norms]).norm(norm_type)
     if error_if_nonfinite and not bool(total.isfinite()):
         raise RuntimeError(f"The total norm of order {norm_type} for gradients from "
                            "`parameters` is non-finite, so it cannot be clipped. To disable "
@@ -42,7 +45,7 @@ def clip_grads_with_norm_(parameters, max_norm, total_norm, foreach=None):
     grads = _grads(parameters)
     if not grads:
         return
-    with ember.no_grad():
+    with no_grad():
         coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef.to(g.dtype))
@@ -55,12 +58,12 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
 
     >>> total = nn.utils.clip_grad_norm_(model.parameters(), 1.0)
     """
-    if isinstance(parameters, ember.Tensor):
+    if isinstance(parameters, Tensor):
         parameters = [parameters]
     parameters = list(parameters)
     grads = _grads(parameters)
     if not grads:
-        return ember.tensor(0.0)
+        return tensor(0.0)
     total = get_total_norm(grads, norm_type, error_if_nonfinite, foreach)
     clip_grads_with_norm_(parameters, max_norm, total, foreach)
     return total
@@ -81,6 +84,6 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     >>> nn.utils.clip_grad_value_(model.parameters(), 0.5)
     """
     clip_value = float(clip_value)
-    with ember.no_grad():
+    with no_grad():
         for g in _grads(parameters):
             g.clamp_(-clip_value, clip_value)

@@ -4,19 +4,20 @@ optimisers).
     vec = nn.utils.parameters_to_vector(model.parameters())
     nn.utils.vector_to_parameters(vec * 0.5, model.parameters())
 """
-import ember
+from ...core.tensor import Tensor
+from ...ops.joining import cat
 
 from ..modules.module import typename
 
 
 def parameters_to_vector(parameters):
     """One 1-D tensor: every parameter flattened, concatenated in order."""
-    return ember.cat([p.reshape(-1) for p in parameters])
+    return cat([p.reshape(-1) for p in parameters])
 
 
 def vector_to_parameters(vec, parameters):
     """Copy consecutive slices of the 1-D `vec` into the parameters' data (in order)."""
-    if not isinstance(vec, ember.Tensor):
+    if not isinstance(vec, Tensor):
         raise TypeError(f"expected torch.Tensor, but got: {typename(vec)}")
     pointer = 0
     for p in parameters:

@@ -24,6 +24,7 @@ from . import config  # noqa: F401
 from .api import CompiledFunction, reset  # noqa: F401
 from .tracer import GraphBreakError  # noqa: F401
 from .explain import explain, show_code  # noqa: F401
+from . import eager  # noqa: F401  (plugs the fused eager kernels into the composite ops)
 
 
 def compile(model=None, *, fullgraph=False, dynamic=None, backend="c", mode=None,

@@ -212,19 +212,6 @@ from .amp import (autocast, is_autocast_enabled, get_autocast_dtype, set_autocas
                   is_autocast_cache_enabled, clear_autocast_cache)
 from .autograd import is_anomaly_enabled, set_detect_anomaly  # noqa: E402,F401
 
-
-def _softmax_method(self, dim, dtype=None):
-    return nn.functional.softmax(self, dim, dtype=dtype)
-
-
-def _log_softmax_method(self, dim, dtype=None):
-    return nn.functional.log_softmax(self, dim, dtype=dtype)
-
-
-Tensor.softmax = _softmax_method
-Tensor.log_softmax = _log_softmax_method
-softmax = _softmax_method
-log_softmax = _log_softmax_method
 from . import profiler  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401

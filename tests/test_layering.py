@@ -48,12 +48,9 @@ ALLOWLIST = {
     ("ember.ops.reduction", "ember.amp.policy"): _AMP,
     ("ember.ops.selection", "ember.amp.policy"):
         _AMP,
-    ("ember.nn.functional", "ember.compiler.eager"):
-        _COMPOSITES + ": the compiler will plug in EagerKernel",
-    ("ember.nn.functional_attention", "ember.compiler.eager"):
-        _COMPOSITES + ": the compiler will plug in EagerKernel",
-    ("ember.nn.functional_norm", "ember.compiler.eager"):
-        _COMPOSITES + ": the compiler will plug in EagerKernel",
+    ("ember.ops.nn_ops", "ember.amp.policy"): _AMP,
+    ("ember.ops.nn_attention_ops", "ember.amp.policy"): _AMP,
+    ("ember.ops.nn_loss_ops", "ember.amp.policy"): _AMP,
     ("ember.nn.functional_attention", "ember.nn.functional"):
         _COMPOSITES + ": softmax/dropout/linear for sdpa",
     ("ember.nn.functional_loss", "ember.nn.functional"):
@@ -63,8 +60,6 @@ ALLOWLIST = {
     ("ember.nn.functional_attention", "ember"):
         _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_conv", "ember"):
-        _COMPOSITES + "; " + _NAMESPACE,
-    ("ember.nn.functional_cross_entropy", "ember"):
         _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_embedding", "ember"):
         _COMPOSITES + "; " + _NAMESPACE,

@@ -256,9 +256,64 @@ def _apply_plan(op):
     return op._apply_plan
 
 
+class JointOpNode(OpNode):
+    """The node of an op with a joint formula: one formula, keyed by a tuple of input names,
+    gives the gradients of several inputs at once (derivatives.yaml's ``self, other:``). A
+    formula parameter named ``grad_input_mask`` receives which of them are needed."""
+    __slots__ = ()
+
+    def apply(self, grads):
+        g = grads[0]
+        saved = self._saved
+        needs = self._needs
+        plain = not state.enabled and not state.modes
+        out = [None] * len(needs)
+        for idx, names, formula, reads in self.op._apply_plan or _joint_plan(self.op):
+            mask = tuple(needs[i] for i in idx)
+            if not any(mask):
+                continue
+            if formula is None:
+                raise RuntimeError(f"the derivative for '{self.op.name}' with respect to "
+                                   f"'{names[0]}' is not implemented")
+            args = [g]
+            for p in reads:
+                if p == "grad_input_mask":
+                    args.append(mask)
+                    continue
+                v = saved[p]
+                if type(v) is SavedTensor:
+                    v = v.unpack_values(self) if plain else v.unpack(self)
+                args.append(v)
+            res = formula(*args)
+            if len(idx) == 1:
+                res = (res,)
+            for i, r, m in zip(idx, res, mask):
+                if m:
+                    out[i] = r
+        return tuple(out)
+
+
+def _joint_plan(op):
+    """(input indices, names, formula, names it reads) per formula of `op`, joint or not;
+    inputs with no formula get one entry with formula None."""
+    plan, covered = [], set()
+    for key, formula in op.grads.items():
+        names = key if type(key) is tuple else (key,)
+        idx = tuple(op.inputs.index(n) for n in names)
+        covered.update(idx)
+        plan.append((idx, names, formula, op.saves.get(key, ())))
+    for i, inp in enumerate(op.inputs):
+        if i not in covered:
+            plan.append(((i,), (inp,), None, ()))
+    op._apply_plan = tuple(plan)
+    return op._apply_plan
+
+
 def node_class(op):
     if op.node_class is None:
-        op.node_class = type(op.node_name, (OpNode,), {"__slots__": (), "op": op})
+        joint = any(type(k) is tuple for k in op.grads)
+        op.node_class = type(op.node_name, (JointOpNode if joint else OpNode,),
+                             {"__slots__": (), "op": op})
     return op.node_class
 
 
@@ -290,9 +345,14 @@ def _save_plan(op):
     if plan is None:
         names = op.inputs
         readers = {}
-        for i, inp in enumerate(names):
-            for p in op.saves.get(inp, ()):
-                readers[p] = readers.get(p, 0) | (1 << i)
+        for key, params in op.saves.items():   # a joint formula's key: a tuple of names
+            bits = 0
+            for n in (key if type(key) is tuple else (key,)):
+                if n in names:
+                    bits |= 1 << names.index(n)
+            for p in params:
+                if p != "grad_input_mask":      # given by the node, not saved
+                    readers[p] = readers.get(p, 0) | bits
         plan = tuple((p, _INPUT, names.index(p), mask) if p in names else
                      (p, _OUTPUT if p == "result" else _ATTR, -1, mask)
                      for p, mask in readers.items())

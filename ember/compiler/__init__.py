@@ -24,3 +24,4 @@ from .api import CompiledFunction, reset  # noqa: F401
 from .tracer import GraphBreakError  # noqa: F401
 from .frontend import compile, disable, OptimizedModule  # noqa: F401
 from .explain import explain, show_code  # noqa: F401
+from . import eager  # noqa: F401  (plugs the fused eager kernels into the composite ops)

@@ -8,16 +8,14 @@ its derivative for free.
 import math
 import warnings
 
-import numpy as np
-
 import ember
 from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
-from ..compiler.eager import EagerKernel
-from ..autograd.grad_mode import state as _state
-from ..autograd import graph as _graph
-from ..dispatch import wrap as _wrap
-from ..ops.pointwise import _erf_kernel
+from ..ops import nn_ops as _nn_ops
+# the composite ops are defined once, in ember/ops (each an OpDef with its decomposition and
+# fast path); nn.functional publishes them
+from ..ops.nn_ops import gelu, embedding  # noqa: F401,E402
+from ..ops.nn_ops import _gelu_kernel, _gelu_backward_kernel  # noqa: F401  (the fused kernels)
 
 
 def _check_p(p):
@@ -137,86 +135,6 @@ def celu(input, alpha=1.0, inplace=False):
                                           * alpha), input, inplace)
 
 
-def gelu(input, approximate="none"):
-    """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
-    if approximate == "none":
-        if _gelu_fused_ok(input):
-            return _gelu_fused(input)
-        return _gelu_exact(input)
-    if approximate == "tanh":
-        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
-        return input * 0.5 * (1.0 + inner.tanh())
-    raise RuntimeError("approximate argument must be either none or tanh.")
-
-
-# gelu's eager fast path: with no dispatch mode active (tracers and profilers see the
-# composition above), float32/float64 gelu records one node whose backward, in ember ops, is
-# g * (Phi(x) + x * phi(x)). Big tensors run both directions as fused C kernels generated
-# from these same compositions (compiler/eager.py); otherwise NumPy computes Phi(x), kept
-# for the backward. While the backward itself is recorded (create_graph) it runs in ember
-# ops from x, so double backward sees its dependence on x.
-_SQRT1_2 = 1.0 / math.sqrt(2.0)
-_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
-
-
-def _gelu_exact(x):
-    return x * 0.5 * (1.0 + (x * _SQRT1_2).erf())
-
-
-def _gelu_grad_of(g, x, cdf):
-    """g * (Phi(x) + x * phi(x)), given Phi(x)."""
-    return g * (cdf + x * ((x * x * -0.5).exp() * _INV_SQRT_2PI))
-
-
-def _gelu_backward(g, x):
-    return _gelu_grad_of(g, x, (x * _SQRT1_2).erf() * 0.5 + 0.5)
-
-
-_gelu_kernel = EagerKernel(_gelu_exact, "gelu")
-_gelu_backward_kernel = EagerKernel(_gelu_backward, "gelu_backward")
-
-
-def _gelu_fused_ok(input):
-    return (not _state.modes and not _amp.autocast_enabled and isinstance(input, ember.Tensor)
-            and input.dtype in (ember.float32, ember.float64))
-
-
-def _gelu_grad(g, self, cdf):
-    if cdf is None or _state.enabled:
-        if not _state.enabled:
-            r = _gelu_backward_kernel(g, self)
-            if r is not None:
-                return r
-        return _gelu_backward(g, self)
-    return _gelu_grad_of(g, self, cdf)
-
-
-def _gelu_fused(input):
-    res = _gelu_kernel(input)
-    cdf = None
-    if res is None:
-        a = input._data
-        c = _erf_kernel(np, a * a.dtype.type(_SQRT1_2))
-        if c.dtype != a.dtype or not c.flags.writeable:
-            c = c.astype(a.dtype)
-        np.multiply(c, 0.5, out=c)
-        np.add(c, 0.5, out=c)
-        res = _wrap(a * c, input.dtype)
-        cdf = _wrap(c, input.dtype)
-    if _state.enabled and input._requires_grad:
-        _graph.record(_GELU, (input,), res, {"cdf": cdf})
-    return res
-
-
-def _make_gelu_op():
-    from ..ops.registry import OpDef, EXTERN
-    return OpDef("gelu", EXTERN, attrs={"cdf": None}, grads={"self": _gelu_grad},
-                 node_name="GeluBackward0")
-
-
-_GELU = _make_gelu_op()
-
-
 def silu(input, inplace=False):
     """``x * sigmoid(x)`` (swish)."""
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
@@ -322,18 +240,6 @@ def _softmax_dim(name, ndim, stacklevel):
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def _shifted(input, dim, dtype):
-    """`input` (cast to `dtype`) minus its max over `dim`: exp() of it cannot overflow. The
-    max is detached; softmax does not change under a shift, so the gradient is exact."""
-    if dtype is not None:
-        input = input.to(dtype)
-    if input.numel() == 0:
-        return input
-    with ember.no_grad():
-        m = input.amax(dim, keepdim=True) if input.dim() else input.detach()
-    return input - m
-
-
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``exp(x) / sum(exp(x))`` over `dim`, computed stably.
 
@@ -342,16 +248,14 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
     """
     if dim is None:
         dim = _softmax_dim("softmax", input.dim(), _stacklevel)
-    e = _shifted(input, dim, dtype).exp()
-    return e / e.sum(dim, keepdim=True)
+    return _nn_ops.softmax(input, dim, dtype)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x)`` over `dim`, computed stably."""
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
-    z = _shifted(input, dim, dtype)
-    return z - z.exp().sum(dim, keepdim=True).log()
+    return _nn_ops.log_softmax(input, dim, dtype)
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
@@ -361,80 +265,6 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     if dtype is not None:
         input = input.to(dtype)
     return softmax(-input, dim)
-
-
-# ---- embedding ----
-def _embedding_renorm_(weight, input, max_norm, norm_type):
-    with ember.no_grad():
-        rows = ember.unique(input.reshape(-1))
-        w = weight[rows]
-        norms = w.norm(norm_type, 1, keepdim=True)
-        scale = ember.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-        weight[rows] = w * scale
-
-
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
-    """Rows of `weight` picked by the integer tensor `input`; output shape
-    ``input.shape + (embedding_dim,)``. Row `padding_idx` gets no gradient; with `max_norm`,
-    the looked-up rows of `weight` are first renormalised in place.
-
-    >>> F.embedding(ember.tensor([0, 2]), ember.eye(3))
-    """
-    if input.dtype not in (ember.int64, ember.int32):
-        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
-                           "following scalar types: Long, Int; but got "
-                           f"{input.type()} instead (while checking arguments for embedding)")
-    n = weight.shape[0]
-    if padding_idx is not None:
-        if padding_idx > 0:
-            assert padding_idx < n, "Padding_idx must be within num_embeddings"
-        elif padding_idx < 0:
-            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
-            padding_idx = n + padding_idx
-    if input.numel():
-        # the bounds check reads the indices directly (a compiler trace does not break on
-        # it: it only raises); the per-index counts shape the result, so they read via
-        # numpy(), which a trace sees as a graph break
-        idx = input.detach().numpy() if scale_grad_by_freq else input._data
-        if idx.min() < 0 or idx.max() >= n:
-            raise IndexError("index out of range in self")
-    if max_norm is not None:
-        _embedding_renorm_(weight, input, max_norm, norm_type)
-    if padding_idx is None and not scale_grad_by_freq and weight.dim() == 2 and \
-            not _state.modes and isinstance(weight, ember.Tensor):
-        # the eager fast path: one NumPy gather and one EmbeddingBackward0 node
-        out = _wrap(np.take(weight._data, input._data, axis=0), weight.dtype)
-        if _state.enabled and weight._requires_grad:
-            _graph.record(_EMBEDDING, (weight, input), out, {"shape": weight._data.shape})
-        return out
-    # index_select's backward (index_add into zeros) takes the indices as a tensor, so a
-    # compiler trace records a backward that reads each call's indices
-    out = weight.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1]) \
-        if weight.dim() == 2 else weight[input]
-    if padding_idx is not None:
-        # the forward value is the row itself; only its gradient is cut
-        out = ember.where((input == padding_idx).unsqueeze(-1), weight.detach()[input], out)
-    if scale_grad_by_freq and out.requires_grad and input.numel():
-        _, inv, counts = np.unique(idx.reshape(-1), return_inverse=True, return_counts=True)
-        freq = ember.tensor(counts[inv].reshape(*idx.shape, 1), dtype=out.dtype)
-        out.register_hook(lambda g: g / freq)
-    return out
-
-
-def _embedding_grad(g, indices, shape):
-    d = shape[1]
-    return ember.zeros(shape, dtype=g.dtype).index_add(0, indices.reshape(-1),
-                                                       g.reshape(-1, d))
-
-
-def _make_embedding_op():
-    from ..ops.registry import OpDef, EXTERN
-    return OpDef("embedding", EXTERN, inputs=("weight", "indices"), attrs={"shape": None},
-                 grads={"weight": _embedding_grad}, node_name="EmbeddingBackward0")
-
-
-_EMBEDDING = _make_embedding_op()
 
 
 # ---- dropout ----
@@ -576,32 +406,24 @@ from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gum
 
 
 # ---- what the compiler's tracer records as one call ----
-# These functions run kernels that are not ops of the registry (convolutions, pooling, the
-# fused linear) or read index values in Python (embedding, the losses with class targets),
-# so a tracer records each call whole rather than what happens inside it.
-def _seam_functions():
-    import sys
-    from ..dispatch import with_mode_seam
-    names = ("unfold", "fold",
-             "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_max_pool1d",
-             "adaptive_max_pool2d", "adaptive_max_pool3d", "max_unpool1d", "max_unpool2d",
-             "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad",
-             "grid_sample", "affine_grid", "embedding_bag", "ctc_loss",
-             "multilabel_margin_loss", "multi_margin_loss", "pixel_shuffle", "pixel_unshuffle")
-    here = sys.modules[__name__]
-    # the convolution kernels (forward, and the two adjoints its backward calls) are
-    # recorded as calls; what surrounds them (bias, batching) is recorded op by op
-    from . import functional_conv as conv
-    for name in ("_conv", "_conv_tr", "_conv_wgrad", "_max_pool_select", "_tap_gather",
-                 "_tap_scatter", "_max_pool_indices"):
-        setattr(conv, name, with_mode_seam("F" + name, getattr(conv, name)))
-    for name in names:
-        fn = getattr(here, name)
-        seamed = with_mode_seam("F." + name, fn)
-        setattr(here, name, seamed)
-        mod = sys.modules.get(fn.__module__)
-        if mod is not None and getattr(mod, name, None) is fn:
-            setattr(mod, name, seamed)
+# These functions of functional_conv.py run kernels that are not ops of the registry
+# (convolutions, pooling, resampling), so a tracer records each call whole rather than what
+# happens inside it; the convolution kernels (forward, and the two adjoints its backward
+# calls) are recorded as calls, and what surrounds them (bias, batching) op by op. The other
+# files wrap such functions where they define them (embedding_bag, ctc_loss, ...); the
+# functions of functional_conv.py are wrapped here, in its module and in this namespace,
+# until they are wrapped at their definitions too.
+from . import functional_conv as _conv  # noqa: E402
+from ..dispatch import with_mode_seam as _seam  # noqa: E402
 
-
-_seam_functions()
+for _name in ("_conv", "_conv_tr", "_conv_wgrad", "_max_pool_select", "_tap_gather",
+              "_tap_scatter", "_max_pool_indices"):
+    setattr(_conv, _name, _seam("F" + _name, getattr(_conv, _name)))
+for _name in ("unfold", "fold", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+              "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
+              "max_unpool1d", "max_unpool2d", "interpolate", "upsample", "upsample_nearest",
+              "upsample_bilinear", "pad", "grid_sample", "affine_grid", "pixel_shuffle",
+              "pixel_unshuffle"):
+    globals()[_name] = _fn = _seam("F." + _name, getattr(_conv, _name))
+    setattr(_conv, _name, _fn)
+del _name, _fn

@@ -6,6 +6,7 @@ either each row of a 2-D `input`, or the slices of a 1-D `input` that `offsets` 
 import numpy as np
 
 import ember
+from ..dispatch import with_mode_seam as _seam
 
 __all__ = ["embedding_bag", "gumbel_softmax"]
 
@@ -79,6 +80,10 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         counts = np.bincount(bag_of[keep], minlength=nbags).astype(np.float64)
         out = out / ember.tensor(np.maximum(counts, 1).reshape(-1, 1), dtype=weight.dtype)
     return out
+
+
+# it reads index values in Python: a tracer records each call whole
+embedding_bag = _seam("F.embedding_bag", embedding_bag)
 
 
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):

@@ -13,7 +13,11 @@ import numpy as np
 
 import ember
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
-from .functional_cross_entropy import fused_ok as _ce_fused_ok, cross_entropy_fused as _ce_fused
+from ..dispatch import with_mode_seam as _seam
+# cross_entropy and nll_loss are composite ops, defined once in ember/ops; the reduction
+# helpers the other losses share live with them
+from ..ops.nn_loss_ops import (cross_entropy, nll_loss, _legacy_reduction, _reduce,  # noqa: F401
+                               _up, _down, _HALF)
 
 __all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
@@ -21,45 +25,6 @@ __all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
            "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
            "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
            "multilabel_soft_margin_loss", "soft_margin_loss", "ctc_loss"]
-
-_HALF = (ember.float16, ember.bfloat16)
-
-
-def _legacy_reduction(size_average, reduce, reduction):
-    """The deprecated size_average/reduce pair mapped to a reduction string."""
-    if size_average is None and reduce is None:
-        return reduction
-    warnings.warn("size_average and reduce args will be deprecated, please use "
-                  "reduction='{}' instead.".format(
-                      "none" if reduce is False else
-                      ("sum" if size_average is False else "mean")))
-    size_average = True if size_average is None else size_average
-    reduce = True if reduce is None else reduce
-    if not reduce:
-        return "none"
-    return "mean" if size_average else "sum"
-
-
-def _reduce(loss, reduction):
-    if reduction == "none":
-        return loss
-    if reduction == "mean":
-        return loss.mean()
-    if reduction == "sum":
-        return loss.sum()
-    raise ValueError(f"{reduction} is not a valid value for reduction")
-
-
-def _up(*ts):
-    """Half-precision tensors promoted to float32 (others unchanged), and the dtype to cast
-    the result back to."""
-    out_dtype = ts[0].dtype
-    return [t.float() if isinstance(t, ember.Tensor) and t.dtype in _HALF else t
-            for t in ts], out_dtype
-
-
-def _down(loss, dtype):
-    return loss.to(dtype) if dtype in _HALF else loss
 
 
 def _check_same_size(input, target, name=None):
@@ -73,99 +38,6 @@ def _check_same_size(input, target, name=None):
 
 
 # ---- classification ----
-def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
-             reduction="mean"):
-    """``-input[n, target[n]] * weight[target[n]]``; input is (N, C, d1, ...) or (C,) of
-    log-probabilities. 'mean' divides by the summed weights of the non-ignored targets."""
-    if _amp.autocast_enabled: return _amp_fp32(nll_loss, **locals())
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if input.dim() < 1:
-        raise ValueError(f"Expected 1 or more dimensions (got {input.dim()})")
-    if input.dim() == 1:
-        if target.dim() != 0:
-            raise ValueError(f"Expected input batch_size ({1}) to match target batch_size "
-                             f"({target.shape[0] if target.dim() else 1}).")
-        input, target, squeeze = input.unsqueeze(0), target.unsqueeze(0), True
-    else:
-        squeeze = False
-        if input.shape[0] != (target.shape[0] if target.dim() else -1):
-            raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
-                             f"batch_size ({target.shape[0] if target.dim() else 1}).")
-        if tuple(target.shape[1:]) != tuple(input.shape[2:]):
-            raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}"
-                               f", got {list(target.shape)}")
-    if target.dtype.is_floating_point:
-        raise RuntimeError("expected scalar type Long but found "
-                           f"{str(target.dtype).split('.')[-1].capitalize()}")
-    c = input.shape[1]
-    keep = target != ignore_index
-    safe = ember.where(keep, target, 0)
-    t_np = safe._data      # a bounds check only: a compiler trace need not break here
-    if t_np.size and (t_np.min() < 0 or t_np.max() >= c):
-        bad = t_np[(t_np < 0) | (t_np >= c)][0]
-        raise IndexError(f"Target {bad} is out of bounds.")
-    picked = -input.gather(1, safe.unsqueeze(1)).squeeze(1)
-    w = (ember.ones((), dtype=input.dtype) if weight is None
-         else weight.to(input.dtype)[safe.reshape(-1)].reshape(safe.shape))
-    w = ember.where(keep, w, 0.0).to(input.dtype)
-    loss = picked * w
-    if squeeze:
-        loss, w = loss.squeeze(0), w.squeeze(0)
-    if reduction == "mean":
-        return loss.sum() / w.sum()
-    return _reduce(loss, reduction)
-
-
-def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
-                  reduce=None, reduction="mean", label_smoothing=0.0):
-    """``nll_loss(log_softmax(input, class dim), target)`` for class-index targets, or
-    ``-sum(target * log_softmax(input))`` for class-probability targets; `label_smoothing`
-    mixes the targets with the uniform distribution."""
-    if _amp.autocast_enabled: return _amp_fp32(cross_entropy, **locals())
-    from .functional import log_softmax
-    reduction = _legacy_reduction(size_average, reduce, reduction)
-    if not 0.0 <= label_smoothing <= 1.0:
-        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing}")
-    if _ce_fused_ok(input, target, weight, reduction, label_smoothing):
-        return _ce_fused(input, target, ignore_index, reduction)
-    (input, weight), dt = _up(input, weight)
-    cdim = 1 if input.dim() >= 2 else 0
-    c = input.shape[cdim] if input.dim() else 1
-    logp = log_softmax(input, cdim)
-    wshape = [1] * input.dim()
-    if weight is not None:
-        wshape[cdim] = c
-        wb = weight.reshape(wshape)
-    if target.dtype.is_floating_point:
-        if tuple(target.shape) != tuple(input.shape):
-            raise RuntimeError(f"Expected target size {list(input.shape)}, got "
-                               f"{list(target.shape)}")
-        target = target.to(input.dtype)
-        if label_smoothing > 0:
-            target = target * (1 - label_smoothing) + label_smoothing / c
-        prod = logp * target if weight is None else logp * target * wb
-        loss = -prod.sum(cdim)
-        if reduction == "mean":
-            n = input.numel() // c if input.dim() else 1
-            return _down(loss.sum() / n, dt)
-        return _down(_reduce(loss, reduction), dt)
-    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
-    if label_smoothing <= 0:
-        return _down(nll, dt)
-    keep = target != ignore_index
-    smooth = -(logp if weight is None else logp * wb).sum(cdim)
-    smooth = ember.where(keep, smooth, 0.0)
-    if reduction == "mean":
-        if weight is None:
-            smooth = smooth.sum() / keep.sum()
-        else:
-            safe = ember.where(keep, target, 0)
-            smooth = smooth.sum() / ember.where(keep, weight[safe], 0.0).sum()
-    else:
-        smooth = _reduce(smooth, reduction)
-    return _down((1 - label_smoothing) * nll + smooth * (label_smoothing / c), dt)
-
-
 def _log_sigmoid_pair(x):
     """(log(sigmoid(x)), log(1 - sigmoid(x))) computed without overflow."""
     m = (-x).clamp_min(0)
@@ -412,6 +284,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     return _reduce(loss, reduction)
 
 
+# it reads index values in Python: a tracer records each call whole
+multi_margin_loss = _seam("F.multi_margin_loss", multi_margin_loss)
+
+
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``sum_{j in targets} sum_{i not in targets} max(0, 1 - (x[j] - x[i])) / C``; the
     targets of a sample are its `target` entries up to the first -1."""
@@ -431,6 +307,10 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if squeeze:
         loss = loss.reshape(() if input.dim() == 1 else input.shape[:-1])
     return _reduce(loss, reduction)
+
+
+# it reads index values in Python: a tracer records each call whole
+multilabel_margin_loss = _seam("F.multilabel_margin_loss", multilabel_margin_loss)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -535,3 +415,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return (loss / ember.tensor(np.maximum(tg_len, 1).reshape(loss.shape), dtype=dtype)
                 ).mean()
     return _reduce(loss, reduction)
+
+
+# it reads index values in Python: a tracer records each call whole
+ctc_loss = _seam("F.ctc_loss", ctc_loss)

@@ -5,17 +5,11 @@ statistics are updated in place under no_grad, as PyTorch does.
     y = F.layer_norm(x, (64,), weight, bias)
     y = F.batch_norm(x, running_mean, running_var, training=True, momentum=0.1)
 """
-import numpy as np
-
 import ember
-from ember.core import dtype as _D
-from ember.core.tensor import Tensor
-from ember.dispatch import wrap as _wrap
-from ember.autograd.grad_mode import state as _state
-from ember.autograd import graph as _graph
-from ember.amp.policy import state as _amp
-from ember.ops.registry import OpDef, EXTERN
-from ember.compiler.eager import EagerKernel
+# layer_norm and rms_norm are composite ops, defined once in ember/ops (each an OpDef with its
+# decomposition and, for layer_norm, the fast path and its fused kernels)
+from ..ops.nn_ops import layer_norm, rms_norm  # noqa: F401
+from ..ops.nn_ops import _ln_forward_kernel, _ln_dx_kernel, _ln_dweight_kernel  # noqa: F401
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
            "local_response_norm"]
@@ -67,47 +61,6 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         var = running_var.reshape(shape)
     out = (input - mean) * (var + eps).rsqrt()
     return _affine(out, weight, bias, shape)
-
-
-def _norm_shape(normalized_shape):
-    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-
-
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalise over the trailing `normalized_shape` dims; then ``* weight + bias``."""
-    shape = _norm_shape(normalized_shape)
-    ishape = input._data.shape if isinstance(input, Tensor) else tuple(input.shape)
-    nd = len(ishape)
-    if tuple(ishape[nd - len(shape):]) != shape or len(shape) > nd:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size"
-                           f"{list(input.shape)}")
-    dims = tuple(range(nd - len(shape), nd))
-    if _fused_ok(input, weight, bias, shape):
-        return _layer_norm_fused(input, weight, bias, dims, eps)
-    mean = input.mean(dims, keepdim=True)
-    var = input.var(dims, correction=0, keepdim=True)
-    out = (input - mean) * (var + eps).rsqrt()
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out
-
-
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing dims; eps defaults to the
-    dtype's machine epsilon."""
-    shape = _norm_shape(normalized_shape)
-    if tuple(input.shape[input.dim() - len(shape):]) != shape or len(shape) > input.dim():
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size"
-                           f"{list(input.shape)}")
-    if eps is None:
-        eps = ember.finfo(input.dtype).eps
-    dims = tuple(range(input.dim() - len(shape), input.dim()))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
@@ -171,135 +124,3 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
         acc = acc + pad.narrow(1, i, c)
     div = (acc * (alpha / size) + k).pow(beta)
     return input / div
-
-
-# ---- layer_norm's eager fast path ---------------------------------------------------------
-# The composition above costs ~8 passes forward and ~15 backward. Eagerly (no dispatch mode
-# active: tracers and profilers see the composition), float32/float64 layer_norm records one
-# node, whose backward is PyTorch's closed form in ember ops:
-#     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = g * weight
-# Big inputs run forward and backward as fused C kernels generated from the compositions
-# below (compiler/eager.py); the node then keeps each row's mean and rstd, as PyTorch does.
-# Otherwise one NumPy computation runs and xhat is kept. While the backward itself is
-# recorded (create_graph) the statistics are recomputed from the input with ember ops, so
-# that double backward sees how they depend on it.
-_FUSED_DTYPES = (_D.float32, _D.float64)
-
-
-def _fused_ok(input, weight, bias, shape):
-    if _state.modes or _amp.autocast_enabled or not isinstance(input, Tensor) or \
-            input.dtype not in _FUSED_DTYPES or not input._data.size:
-        return False
-    for p in (weight, bias):
-        if p is not None and (not isinstance(p, Tensor) or p.dtype is not input.dtype
-                              or tuple(p._data.shape) != shape):
-            return False
-    return True
-
-
-def _ln_forward(x, weight, bias, dims, eps):
-    """layer_norm as (out, mean, rstd): the composition the forward kernel is made of."""
-    mean = x.mean(dims, keepdim=True)
-    xc = x - mean
-    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
-    out = xc * rstd
-    if weight is not None:
-        out = out * weight
-    if bias is not None:
-        out = out + bias
-    return out, mean, rstd
-
-
-def _ln_dx_of(g, xhat, weight, rstd, dims):
-    """PyTorch's closed form of layer_norm's input gradient."""
-    dxhat = g if weight is None else g * weight
-    return (dxhat - dxhat.mean(dims, keepdim=True)
-            - xhat * (dxhat * xhat).mean(dims, keepdim=True)) * rstd
-
-
-def _ln_dx(g, x, weight, mean, rstd, dims):
-    return _ln_dx_of(g, (x - mean) * rstd, weight, rstd, dims)
-
-
-def _ln_dweight(g, x, mean, rstd, shape):
-    return (g * ((x - mean) * rstd)).sum_to_size(shape)
-
-
-# NumPy's layer_norm forward is only ~4 passes: the kernel wins from ~32k elements on
-_ln_forward_kernel = EagerKernel(_ln_forward, "layer_norm", min_elements=32768)
-_ln_dx_kernel = EagerKernel(_ln_dx, "layer_norm_backward_input")
-_ln_dweight_kernel = EagerKernel(_ln_dweight, "layer_norm_backward_weight")
-
-
-def _ln_stats(self, dims, eps, xhat, rstd, mean):
-    """(xhat, rstd): the saved ones (xhat from the saved mean), or, while the backward is
-    recorded, fresh ones in ember ops (differentiable with respect to `self`)."""
-    if not _state.enabled:
-        return (xhat if xhat is not None else (self - mean) * rstd), rstd
-    mean = self.mean(dims, keepdim=True)
-    rstd = (self.var(dims, correction=0, keepdim=True) + eps).rsqrt()
-    return (self - mean) * rstd, rstd
-
-
-def _ln_input_grad(g, self, weight, dims, eps, xhat, rstd, mean):
-    if xhat is None and not _state.enabled:
-        r = _ln_dx_kernel(g, self, weight, mean, rstd, dims)
-        if r is not None:
-            return r
-    xhat, rstd = _ln_stats(self, dims, eps, xhat, rstd, mean)
-    return _ln_dx_of(g, xhat, weight, rstd, dims)
-
-
-def _ln_weight_grad(g, self, weight, dims, eps, xhat, rstd, mean):
-    if xhat is None and not _state.enabled:
-        r = _ln_dweight_kernel(g, self, mean, rstd, tuple(weight.shape))
-        if r is not None:
-            return r
-    xhat, _ = _ln_stats(self, dims, eps, xhat, rstd, mean)
-    return (g * xhat).sum_to_size(weight.shape)
-
-
-def _ln_bias_grad(g, bias):
-    return g.sum_to_size(bias.shape)
-
-
-_LAYER_NORM = OpDef("layer_norm", EXTERN, inputs=("self", "weight", "bias"),
-                    attrs={"dims": None, "eps": 1e-5, "xhat": None, "rstd": None,
-                           "mean": None},
-                    grads={"self": _ln_input_grad, "weight": _ln_weight_grad,
-                           "bias": _ln_bias_grad},
-                    node_name="NativeLayerNormBackward0")
-
-
-def _layer_norm_fused(input, weight, bias, dims, eps):
-    dt = input.dtype
-    args = (input, weight, bias)
-    fused = _ln_forward_kernel(input, weight, bias, dims, eps)
-    if fused is not None:
-        res, mean, rstd = fused
-        if _state.enabled and any(t is not None and t._requires_grad for t in args):
-            _graph.record(_LAYER_NORM, args, res, {"dims": dims, "eps": eps, "xhat": None,
-                                                   "rstd": rstd, "mean": mean})
-        return res
-    a = input._data
-    n = 1
-    for d in dims:
-        n *= a.shape[d]
-    xc = a - np.add.reduce(a, axis=dims, keepdims=True) / n
-    var = np.add.reduce(np.square(xc), axis=dims, keepdims=True) / n
-    rstd = 1 / np.sqrt(var + eps)
-    xhat = np.multiply(xc, rstd, out=xc)
-    if weight is not None:
-        out = np.multiply(xhat, weight._data)
-        if bias is not None:
-            np.add(out, bias._data, out=out)
-    elif bias is not None:
-        out = np.add(xhat, bias._data)
-    else:
-        out = xhat.copy()
-    res = _wrap(out, dt)
-    if _state.enabled and any(t is not None and t._requires_grad for t in args):
-        _graph.record(_LAYER_NORM, args, res, {"dims": dims, "eps": eps,
-                                               "xhat": _wrap(xhat, dt), "rstd": _wrap(rstd, dt),
-                                               "mean": None})
-    return res

@@ -2,7 +2,8 @@
 
 `profile.__enter__` pushes a mode onto dispatch's mode stack, so every op call (functions,
 Tensor methods and operators) runs inside a timed span, and times the backward engine's
-per-node call; `__exit__` pops it. Spans nest, so an op's self time excludes the ops it
+per-node call; `__exit__` pops it. The mode only observes: ops take the same paths as
+unprofiled (a composite op is one span around its fast path, see ember/ops/nn_ops.py). Spans nest, so an op's self time excludes the ops it
 called. Names are ``ember::<op>`` and ``autograd::engine::evaluate_function: <Node>``.
 """
 import json
@@ -209,7 +210,13 @@ class profile:
 
 
 class _ProfilerMode:
-    """The dispatch mode that wraps each op call in a timed span."""
+    """The dispatch mode that wraps each op call in a timed span.
+
+    It only observes (``observing``): a composite op (layer_norm, gelu, attention...) hands
+    it the whole call and runs its usual path inside the span (its fast path or fused
+    kernel, not the decomposition a tracer needs), so the profile times what runs
+    unprofiled."""
+    observing = True
 
     def __init__(self, prof):
         self.prof = prof

@@ -132,12 +132,41 @@ def test_small_inputs_and_other_dtypes_use_the_composition():
     assert k.calls == before
 
 
+class _OpByOp:
+    """A dispatch mode that must see ember ops, like the compiler's tracer."""
+
+    def __init__(self):
+        self.names = []
+
+    def call(self, op, fn, args, kwargs):
+        self.names.append(op if isinstance(op, str) else op.name)
+        return fn(*args, **kwargs)
+
+
 def test_under_a_dispatch_mode_the_composition_runs():
+    from ember.autograd.grad_mode import state
     x = ember.randn(64, 128, requires_grad=True)
+    before = EF._gelu_kernel.calls
+    mode = _OpByOp()
+    state.modes = state.modes + (mode,)
+    try:
+        EF.gelu(x).sum().backward()
+    finally:
+        state.modes = state.modes[:-1]
+    assert "erf" in mode.names                   # the mode saw the composition's ops
+    assert EF._gelu_kernel.calls == before
+
+
+def test_under_the_profiler_the_kernels_run():
+    x = ember.randn(64, 128, requires_grad=True)
+    before = [k.calls for k in (EF._gelu_kernel, EF._gelu_backward_kernel)]
     with ember.profiler.profile() as prof:
         EF.gelu(x).sum().backward()
     names = {e.key for e in prof.key_averages()}
-    assert "ember::erf" in names                 # the profiler saw the composition's ops
+    assert "ember::gelu" in names and "ember::erf" not in names
+    assert "autograd::engine::evaluate_function: GeluBackward0" in names
+    assert all(k.calls > b for k, b in zip((EF._gelu_kernel, EF._gelu_backward_kernel),
+                                           before))
 
 
 def test_without_a_compiler_the_composition_runs_quietly(monkeypatch):

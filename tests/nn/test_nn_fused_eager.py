@@ -1,6 +1,7 @@
 """The eager fast paths of layer_norm, gelu and scaled_dot_product_attention (one NumPy
 computation and one graph node each): values, gradients and double-backward gradients
-against torch, and the plain composition whenever a dispatch mode is active."""
+against torch, the plain composition under a dispatch mode that must see ember ops, and the
+fast path under the profiler, which only observes."""
 import itertools
 
 import numpy as np
@@ -56,15 +57,61 @@ def test_fused_path_matches_torch_to_second_order(name, dtype):
             np.testing.assert_allclose(a, b, **tol)
 
 
+class OpByOp:
+    """A dispatch mode that must see ember ops, like the compiler's tracer: it runs each op
+    call it gets, and keeps the names."""
+
+    def __init__(self):
+        self.names = []
+
+    def call(self, op, fn, args, kwargs):
+        self.names.append(op if isinstance(op, str) else op.name)
+        return fn(*args, **kwargs)
+
+    def __enter__(self):
+        from ember.autograd.grad_mode import state
+        state.modes = state.modes + (self,)
+        return self
+
+    def __exit__(self, *exc):
+        from ember.autograd.grad_mode import state
+        state.modes = state.modes[:-1]
+
+
+OP_NAMES = {"layer_norm": "layer_norm", "layer_norm_2d": "layer_norm", "gelu": "gelu",
+            "sdpa_causal": "scaled_dot_product_attention",
+            "sdpa_broadcast": "scaled_dot_product_attention"}
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_under_a_dispatch_mode_the_composition_runs(name):
     fn, shapes, node = CASES[name]
     rng = np.random.default_rng(2)
     arrays = [rng.standard_normal(s) for s in shapes]
     plain = _run(ember, fn, arrays)
-    with ember.profiler.profile():
+    with OpByOp() as mode:
+        seen = _run(ember, fn, arrays)
+    assert seen[3] != node                     # the mode sees the ops of the composition
+    assert OP_NAMES[name] not in mode.names and len(mode.names) > 3
+    np.testing.assert_allclose(seen[0], plain[0], rtol=1e-10, atol=1e-12)
+    for a, b in zip(seen[1], plain[1]):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_profiler_times_the_fast_path(name):
+    """The profiler only observes: the op takes the path it takes unprofiled (one node), and
+    the profile lists the op and its backward node."""
+    fn, shapes, node = CASES[name]
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    plain = _run(ember, fn, arrays)
+    with ember.profiler.profile() as prof:
         profiled = _run(ember, fn, arrays)
-    assert profiled[3] != node                 # the profiler sees the ops of the composition
+    assert profiled[3] == plain[3] == node
+    keys = {r.key for r in prof.key_averages()}
+    assert "ember::" + OP_NAMES[name] in keys
+    assert "autograd::engine::evaluate_function: " + node in keys
     np.testing.assert_allclose(profiled[0], plain[0], rtol=1e-10, atol=1e-12)
     for a, b in zip(profiled[1], plain[1]):
         np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -1,0 +1,227 @@
+"""scaled_dot_product_attention as one COMPOSITE op (see nn_ops.py for how a composite
+picks its path): the decomposition in ember ops, and the eager fast path for float
+attention without a mask tensor or dropout, whose node has one joint formula for the query,
+key and value gradients.
+
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)   # (..., L, Ev)
+"""
+import functools
+import math
+
+import numpy as np
+
+from ..core import dtype as D
+from ..core.tensor import Tensor
+from ..dispatch import wrap
+from ..autograd.grad_mode import state
+from ..autograd import graph
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast
+from .nn_ops import E, FLOATS, FusedKernel, composite, under_mode, softmax
+
+
+def _mask_to_bias(mask, dtype, true_means_keep):
+    """A boolean mask as an additive float bias (-inf where attention is not allowed); a float
+    mask is returned cast to `dtype`."""
+    if mask is None:
+        return None
+    if mask.dtype == D.bool_:
+        blocked = mask if not true_means_keep else mask.logical_not()
+        return E.zeros(mask.shape, dtype=dtype).masked_fill(blocked, float("-inf"))
+    return mask.to(dtype)
+
+
+def _dropout(x, p):
+    """nn.functional.dropout(x, p, training=True), written here (ops sit below nn)."""
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if p == 0 or x.numel() == 0:
+        return x
+    if p == 1:
+        return x * 0.0
+    return x * E.empty_like(x).bernoulli_(1 - p).div_(1 - p)
+
+
+def _softmax_of_scores(scores, keep, blocked, scale):
+    """softmax(scores * scale) over the positions where `keep` is 1 (0 elsewhere); `keep`
+    (1/0) and `blocked` (0/-1e30) are a causal mask as floats, or both None. The masked
+    scores never reach exp: exp of a huge negative makes subnormals, which the CPU
+    computes ~100x slower (a boolean select instead would keep the loop from vectorising)."""
+    s = scores * scale
+    if keep is None:
+        e = (s - s.amax(-1, keepdim=True)).exp()
+    else:
+        e = ((s - (s + blocked).amax(-1, keepdim=True)) * keep).exp() * keep
+    return e / e.sum(-1, keepdim=True)
+
+
+def _sdpa_decomp(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False,
+                 scale=None, enable_gqa=False):
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    L, S = query.shape[-2], key.shape[-2]
+    if enable_gqa and query.dim() >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, dim=-3)
+        value = value.repeat_interleave(rep, dim=-3)
+    if is_causal and query.dtype.is_floating_point:
+        # the causal mask as floats (what a compiled graph fuses into one vectorised kernel:
+        # no boolean select, and no exp of -inf, whose subnormal path is ~100x slower);
+        # masked probabilities come out exactly 0, as with masked_fill(-inf)
+        keep = E.ones((L, S), dtype=query.dtype).tril()
+        attn = _softmax_of_scores(query.matmul(key.transpose(-2, -1)), keep,
+                                  (keep - 1.0) * 1e30, scale)
+    else:
+        scores = query.matmul(key.transpose(-2, -1)) * scale
+        if is_causal:
+            keep = E.ones((L, S), dtype=D.bool_).tril()
+            scores = scores.masked_fill(keep.logical_not(), float("-inf"))
+        elif attn_mask is not None:
+            scores = scores + _mask_to_bias(attn_mask, scores.dtype, true_means_keep=True)
+        attn = softmax(scores, -1)
+    if dropout_p > 0.0:
+        attn = _dropout(attn, dropout_p)
+    return attn.matmul(value)
+
+
+# ---- the eager fast path ----------------------------------------------------------------
+# Float attention without a mask tensor or dropout runs in NumPy (two matmuls and a softmax)
+# and records one node. Its backward, in ember ops, is the closed form
+#     dV = P^T g,  dS = P * (dP - sum(dP * P)),  dP = g V^T,  dQ = dS K s,  dK = dS^T Q s
+# with the saved probabilities P — recomputed in ember ops from Q and K while the backward
+# itself is recorded (create_graph), so double backward sees their dependence on Q and K.
+# It is one joint formula: dQ and dK share dS, and all three share P.
+def _fast_ok(q, k, v):
+    if _amp.autocast_enabled:
+        return False
+    if not (isinstance(q, Tensor) and isinstance(k, Tensor) and isinstance(v, Tensor)):
+        return False
+    dt = q.dtype
+    return (dt in FLOATS and k.dtype is dt and v.dtype is dt
+            and q._data.ndim >= 2 and k._data.ndim >= 2 and v._data.ndim >= 2
+            and q._data.size and k._data.size and v._data.size)
+
+
+# the causal masks are made once per size (and dtype): every step of a model asks again
+@functools.lru_cache(maxsize=64)
+def _causal_blocked(L, S):
+    """PyTorch's top-left causal mask, True where attention is blocked."""
+    blocked = np.triu(np.ones((L, S), dtype=bool), 1)
+    blocked.flags.writeable = False
+    return blocked
+
+
+@functools.lru_cache(maxsize=64)
+def _causal_neg_inf(L, S, np_dtype):
+    """0 where attention is allowed, -inf where blocked."""
+    m = np.where(_causal_blocked(L, S), -np.inf, 0).astype(np_dtype)
+    m.flags.writeable = False
+    return m
+
+
+@functools.lru_cache(maxsize=64)
+def _causal_floats(L, S, dt):
+    """The causal mask as floats: (keep: 1/0, blocked: 0/-1e30)."""
+    blocked = _causal_blocked(L, S)
+    return (wrap((~blocked).astype(dt.np), dt),
+            wrap(np.where(blocked, -1e30, 0).astype(dt.np), dt))
+
+
+def _probs(query, key, scale, is_causal, attn):
+    """The attention probabilities: the saved ones, or recomputed in ember ops."""
+    if not state.enabled:
+        return attn
+    scores = query.matmul(key.transpose(-2, -1)) * scale
+    if is_causal:
+        L, S = query.shape[-2], key.shape[-2]
+        scores = scores.masked_fill(E.ones((L, S), dtype=D.bool_).triu(1), float("-inf"))
+    return softmax(scores, -1)
+
+
+def _scores_grad(p, dp):
+    return p * (dp - (dp * p).sum(-1, keepdim=True))
+
+
+# big attention maps: the softmax and the scores' gradient as fused C kernels
+_softmax_of_scores_kernel = FusedKernel(_softmax_of_scores, "sdpa_softmax")
+_scores_grad_kernel = FusedKernel(_scores_grad, "sdpa_scores_backward")
+
+
+def _sdpa_grads(g, query, key, value, scale, is_causal, attn, grad_input_mask):
+    """The joint formula: (dQ, dK, dV), each only where `grad_input_mask` asks for it."""
+    need_q, need_k, need_v = grad_input_mask
+    p = _probs(query, key, scale, is_causal, attn)
+    dq = dk = dv = None
+    if need_v:
+        dv = p.transpose(-2, -1).matmul(g)
+    if need_q or need_k:
+        dp = g.matmul(value.transpose(-2, -1))
+        ds = _scores_grad_kernel.run(p, dp) if not state.enabled else None
+        if ds is None:
+            ds = _scores_grad(p, dp)
+        if need_q:
+            dq = ds.matmul(key) * scale
+        if need_k:
+            dk = ds.transpose(-2, -1).matmul(query) * scale
+    return dq, dk, dv
+
+
+def _sdpa_fast(query, key, value, is_causal, scale):
+    q, k, v = query._data, key._data, value._data
+    dt = query.dtype
+    scores = np.matmul(q, np.swapaxes(k, -1, -2))
+    p = None
+    if scores.size >= 4096:
+        keep, blocked = _causal_floats(q.shape[-2], k.shape[-2], dt) if is_causal else \
+            (None, None)
+        p = _softmax_of_scores_kernel.run(wrap(scores, dt), keep, blocked, scale)
+    if p is not None:
+        p = p._data
+    else:
+        scores *= scores.dtype.type(scale)
+        if is_causal:        # + 0 or -inf, broadcast over the batch dims
+            scores += _causal_neg_inf(q.shape[-2], k.shape[-2], scores.dtype)
+        scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
+        p = np.exp(scores, out=scores)
+        p /= np.add.reduce(p, axis=-1, keepdims=True)
+    res = wrap(np.matmul(p, v), dt)
+    if state.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
+        graph.record(SDPA, (query, key, value), res, {"scale": scale, "is_causal": is_causal,
+                                                      "attn": wrap(p, dt)})
+    return res
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(q @ k^T * scale + bias) @ v`` over (..., L, E) queries and (..., S, E)
+    keys. A boolean `attn_mask` marks the positions allowed to attend (True = keep); a float
+    mask is added. `is_causal` applies a lower-triangular mask. `enable_gqa` repeats the
+    key/value heads (dim -3) to match the query heads."""
+    if _amp.autocast_enabled: query, key, value, attn_mask = _amp_cast("scaled_dot_product_attention", query, key, value, attn_mask)  # noqa: E501,E701
+    if state.modes:
+        return under_mode(SDPA, scaled_dot_product_attention,
+                          (query, key, value, attn_mask, dropout_p, is_causal, scale,
+                           enable_gqa))
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    if attn_mask is None and dropout_p == 0.0 and _fast_ok(query, key, value):
+        if scale is None:
+            scale = 1.0 / math.sqrt(query._data.shape[-1])
+        if enable_gqa and query._data.ndim >= 3 and \
+                key._data.shape[-3] != query._data.shape[-3]:
+            rep = query._data.shape[-3] // key._data.shape[-3]
+            key = key.repeat_interleave(rep, dim=-3)
+            value = value.repeat_interleave(rep, dim=-3)
+        return _sdpa_fast(query, key, value, is_causal, scale)
+    return _sdpa_decomp(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+SDPA = composite("scaled_dot_product_attention", scaled_dot_product_attention, _sdpa_decomp,
+                 fused=_sdpa_fast, inputs=("query", "key", "value"),
+                 attrs={"scale": 1.0, "is_causal": False, "attn": None},
+                 grads={("query", "key", "value"): _sdpa_grads},
+                 node_name="ScaledDotProductAttentionBackward0", function=False,
+                 method=False)

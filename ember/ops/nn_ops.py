@@ -1,0 +1,532 @@
+"""The composite ops of nn.functional: softmax, log_softmax, gelu, layer_norm, rms_norm and
+embedding (sdpa in nn_attention_ops.py, cross_entropy and nll_loss in nn_loss_ops.py).
+
+Each is one OpDef of kind COMPOSITE whose `decomp` is the op written in other ember ops
+(autograd, tracing and export come from those), and whose optional `fused` is the eager fast
+path: one NumPy computation (or a fused C kernel) that records one node, with the op's own
+derivative formulas (`grads`, in ember ops). One choice function per op, the public one,
+picks the path on every call:
+
+- a dispatch mode that must see ember ops (a tracer, vmap...) is active: the decomposition;
+- an observing mode (the profiler) is on top: it gets the call, and times what runs below;
+- otherwise: the fast path where it applies (which tries the fused C kernel first), else
+  the decomposition.
+
+Fused C kernels are made by the compiler from compositions declared here as `FusedKernel`
+slots; the compiler plugs itself in as their provider when it is imported
+(`set_fused_provider`, called by ember/compiler/eager.py), so nothing here names it.
+"""
+import math
+
+import numpy as np
+
+from ..core import dtype as D
+from ..core.tensor import Tensor
+from ..dispatch import wrap
+from ..autograd.grad_mode import state, call_mode, no_grad
+from ..autograd import graph
+from ..amp.policy import state as _amp
+from .registry import OpDef, COMPOSITE, FUNCTIONS, register
+from .pointwise import _erf_kernel
+from .joining import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
+
+FLOATS = (D.float32, D.float64)
+
+
+# ---- the choice under a dispatch mode ---------------------------------------------------
+def decomposing():
+    """Whether an active dispatch mode must see ember ops (a tracer, vmap...): every mode
+    but an observing one (the profiler marks itself ``observing = True``) does."""
+    for m in state.modes:
+        if not getattr(m, "observing", False):
+            return True
+    return False
+
+
+def under_mode(op, fn, args):
+    """A call of composite `op` (public function `fn`) while a dispatch mode is active: an
+    observing mode on top gets the call and runs `fn` below itself, so it times the path
+    that runs unobserved; any other mode sees the decomposition's ember ops."""
+    if getattr(state.modes[-1], "observing", False):
+        return call_mode(op, fn, args, {})
+    return op.decomp(*args)
+
+
+class _Ember:
+    """``E.where(...)``: the registry's public function at call time (behind the mode seam),
+    for the decompositions, which must be seen op by op."""
+
+    def __getattr__(self, name):
+        return FUNCTIONS[name]
+
+
+E = _Ember()
+
+
+def composite(name, fn, decomp, **fields):
+    """Register `fn`, the choice function, as the COMPOSITE op `name`. It checks the mode
+    stack itself, so the registry does not wrap it again."""
+    op = OpDef(name, COMPOSITE, decomp=decomp, **fields)
+    fn._dispatches = True
+    register(op, fn)
+    return op
+
+
+# ---- fused C kernels: slots the compiler fills ------------------------------------------
+FUSED_KERNELS = []         # every FusedKernel, for the provider
+_provider = [None]
+
+
+def _no_kernel(*args):
+    return None
+
+
+class FusedKernel:
+    """The slot of one fused eager kernel: `fn`, a composition in ember ops, which the
+    provider (the compiler, once imported) runs as one C kernel. ``slot.run(*args)`` gives
+    the kernel's result, or None (no provider, a small or unsuited input): the caller then
+    computes the same another way."""
+
+    def __init__(self, fn, name, min_elements=None):
+        self.fn, self.name, self.min_elements = fn, name, min_elements
+        self.kernel = None
+        self.run = _no_kernel
+        FUSED_KERNELS.append(self)
+        if _provider[0] is not None:
+            self._fill(_provider[0])
+
+    def _fill(self, make_kernel):
+        self.kernel = None if make_kernel is None else make_kernel(self.fn, self.name,
+                                                                    self.min_elements)
+        self.run = _no_kernel if self.kernel is None else self.kernel
+
+    def __call__(self, *args):
+        return self.run(*args)
+
+    @property
+    def calls(self):
+        """How many calls ran the kernel."""
+        return getattr(self.kernel, "calls", 0)
+
+    @property
+    def broken(self):
+        """Why the kernel does not run (None when it may)."""
+        if self.kernel is None:
+            return "no fused-kernel provider"
+        return getattr(self.kernel, "broken", None)
+
+    def __repr__(self):
+        return f"FusedKernel({self.name!r}, kernel={self.kernel!r})"
+
+
+def set_fused_provider(make_kernel):
+    """Make every fused kernel with ``make_kernel(fn, name, min_elements)``, which returns
+    a callable giving a result or None (ember/compiler/eager.py's EagerKernel); None
+    removes them."""
+    _provider[0] = make_kernel
+    for slot in FUSED_KERNELS:
+        slot._fill(make_kernel)
+
+
+# ---- softmax, log_softmax ---------------------------------------------------------------
+def _shifted(input, dim, dtype):
+    """`input` (cast to `dtype`) minus its max over `dim`: exp() of it cannot overflow. The
+    max is detached; softmax does not change under a shift, so the gradient is exact."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if input.numel() == 0:
+        return input
+    with no_grad():
+        m = input.amax(dim, keepdim=True) if input.dim() else input.detach()
+    return input - m
+
+
+def _softmax_decomp(input, dim, dtype=None):
+    e = _shifted(input, dim, dtype).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def _log_softmax_decomp(input, dim, dtype=None):
+    z = _shifted(input, dim, dtype)
+    return z - z.exp().sum(dim, keepdim=True).log()
+
+
+def softmax(input, dim, dtype=None):
+    """``exp(x) / sum(exp(x))`` over `dim`, computed stably."""
+    if state.modes:
+        return under_mode(SOFTMAX, softmax, (input, dim, dtype))
+    return _softmax_decomp(input, dim, dtype)
+
+
+def log_softmax(input, dim, dtype=None):
+    """``x - logsumexp(x)`` over `dim`, computed stably."""
+    if state.modes:
+        return under_mode(LOG_SOFTMAX, log_softmax, (input, dim, dtype))
+    return _log_softmax_decomp(input, dim, dtype)
+
+
+SOFTMAX = composite("softmax", softmax, _softmax_decomp)
+LOG_SOFTMAX = composite("log_softmax", log_softmax, _log_softmax_decomp)
+
+
+# ---- gelu -------------------------------------------------------------------------------
+# The fast path: float32/float64 exact gelu records one node whose backward, in ember ops,
+# is g * (Phi(x) + x * phi(x)). Big tensors run both directions as fused C kernels made from
+# these same compositions; otherwise NumPy computes Phi(x), kept for the backward. While the
+# backward itself is recorded (create_graph) it runs in ember ops from x, so double backward
+# sees its dependence on x.
+_SQRT1_2 = 1.0 / math.sqrt(2.0)
+_INV_SQRT_2PI = 1.0 / math.sqrt(2.0 * math.pi)
+
+
+def _gelu_exact(x):
+    return x * 0.5 * (1.0 + (x * _SQRT1_2).erf())
+
+
+def _gelu_decomp(input, approximate="none"):
+    if approximate == "none":
+        return _gelu_exact(input)
+    if approximate == "tanh":
+        inner = (input + input * input * input * 0.044715) * math.sqrt(2.0 / math.pi)
+        return input * 0.5 * (1.0 + inner.tanh())
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+def _gelu_grad_of(g, x, cdf):
+    """g * (Phi(x) + x * phi(x)), given Phi(x)."""
+    return g * (cdf + x * ((x * x * -0.5).exp() * _INV_SQRT_2PI))
+
+
+def _gelu_backward(g, x):
+    return _gelu_grad_of(g, x, (x * _SQRT1_2).erf() * 0.5 + 0.5)
+
+
+_gelu_kernel = FusedKernel(_gelu_exact, "gelu")
+_gelu_backward_kernel = FusedKernel(_gelu_backward, "gelu_backward")
+
+
+def _gelu_grad(g, self, cdf):
+    if cdf is None or state.enabled:
+        if not state.enabled:
+            r = _gelu_backward_kernel.run(g, self)
+            if r is not None:
+                return r
+        return _gelu_backward(g, self)
+    return _gelu_grad_of(g, self, cdf)
+
+
+def _gelu_fast(input):
+    res = _gelu_kernel.run(input)
+    cdf = None
+    if res is None:
+        a = input._data
+        c = _erf_kernel(np, a * a.dtype.type(_SQRT1_2))
+        if c.dtype != a.dtype or not c.flags.writeable:
+            c = c.astype(a.dtype)
+        np.multiply(c, 0.5, out=c)
+        np.add(c, 0.5, out=c)
+        res = wrap(a * c, input.dtype)
+        cdf = wrap(c, input.dtype)
+    if state.enabled and input._requires_grad:
+        graph.record(GELU, (input,), res, {"cdf": cdf})
+    return res
+
+
+def gelu(input, approximate="none"):
+    """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
+    if state.modes:
+        return under_mode(GELU, gelu, (input, approximate))
+    if approximate == "none" and not _amp.autocast_enabled and isinstance(input, Tensor) \
+            and input.dtype in FLOATS:
+        return _gelu_fast(input)
+    return _gelu_decomp(input, approximate)
+
+
+GELU = composite("gelu", gelu, _gelu_decomp, fused=_gelu_fast, attrs={"cdf": None},
+                 grads={"self": _gelu_grad}, node_name="GeluBackward0", function=False,
+                 method=False)
+
+
+# ---- layer_norm, rms_norm ---------------------------------------------------------------
+# The composition costs ~8 passes forward and ~15 backward. The fast path (float32/float64,
+# weight and bias of the input's dtype and the normalized shape) records one node whose
+# backward is PyTorch's closed form in ember ops:
+#     dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)),  dxhat = g * weight
+# Big inputs run forward and backward as fused C kernels made from the compositions below;
+# the node then keeps each row's mean and rstd, as PyTorch does. Otherwise one NumPy
+# computation runs and xhat is kept. While the backward itself is recorded (create_graph)
+# the statistics are recomputed from the input with ember ops, so that double backward sees
+# how they depend on it.
+def _norm_shape(normalized_shape):
+    return (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+
+
+def _check_norm_shape(input, shape):
+    """The normalized dims of `input`; PyTorch's error when its trailing sizes differ."""
+    ishape = input._data.shape if isinstance(input, Tensor) else tuple(input.shape)
+    nd = len(ishape)
+    if tuple(ishape[nd - len(shape):]) != shape or len(shape) > nd:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    return tuple(range(nd - len(shape), nd))
+
+
+def _layer_norm_decomp(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    dims = _check_norm_shape(input, _norm_shape(normalized_shape))
+    mean = input.mean(dims, keepdim=True)
+    var = input.var(dims, correction=0, keepdim=True)
+    out = (input - mean) * (var + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _ln_forward(x, weight, bias, dims, eps):
+    """layer_norm as (out, mean, rstd): the composition the forward kernel is made of."""
+    mean = x.mean(dims, keepdim=True)
+    xc = x - mean
+    rstd = ((xc * xc).mean(dims, keepdim=True) + eps).rsqrt()
+    out = xc * rstd
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out, mean, rstd
+
+
+def _ln_dx_of(g, xhat, weight, rstd, dims):
+    """PyTorch's closed form of layer_norm's input gradient."""
+    dxhat = g if weight is None else g * weight
+    return (dxhat - dxhat.mean(dims, keepdim=True)
+            - xhat * (dxhat * xhat).mean(dims, keepdim=True)) * rstd
+
+
+def _ln_dx(g, x, weight, mean, rstd, dims):
+    return _ln_dx_of(g, (x - mean) * rstd, weight, rstd, dims)
+
+
+def _ln_dweight(g, x, mean, rstd, shape):
+    return (g * ((x - mean) * rstd)).sum_to_size(shape)
+
+
+# NumPy's layer_norm forward is only ~4 passes: the kernel wins from ~32k elements on
+_ln_forward_kernel = FusedKernel(_ln_forward, "layer_norm", min_elements=32768)
+_ln_dx_kernel = FusedKernel(_ln_dx, "layer_norm_backward_input")
+_ln_dweight_kernel = FusedKernel(_ln_dweight, "layer_norm_backward_weight")
+
+
+def _ln_stats(self, dims, eps, xhat, rstd, mean):
+    """(xhat, rstd): the saved ones (xhat from the saved mean), or, while the backward is
+    recorded, fresh ones in ember ops (differentiable with respect to `self`)."""
+    if not state.enabled:
+        return (xhat if xhat is not None else (self - mean) * rstd), rstd
+    mean = self.mean(dims, keepdim=True)
+    rstd = (self.var(dims, correction=0, keepdim=True) + eps).rsqrt()
+    return (self - mean) * rstd, rstd
+
+
+def _ln_input_grad(g, self, weight, dims, eps, xhat, rstd, mean):
+    if xhat is None and not state.enabled:
+        r = _ln_dx_kernel.run(g, self, weight, mean, rstd, dims)
+        if r is not None:
+            return r
+    xhat, rstd = _ln_stats(self, dims, eps, xhat, rstd, mean)
+    return _ln_dx_of(g, xhat, weight, rstd, dims)
+
+
+def _ln_weight_grad(g, self, weight, dims, eps, xhat, rstd, mean):
+    if xhat is None and not state.enabled:
+        r = _ln_dweight_kernel.run(g, self, mean, rstd, tuple(weight.shape))
+        if r is not None:
+            return r
+    xhat, _ = _ln_stats(self, dims, eps, xhat, rstd, mean)
+    return (g * xhat).sum_to_size(weight.shape)
+
+
+def _ln_bias_grad(g, bias):
+    return g.sum_to_size(bias.shape)
+
+
+def _layer_norm_fast(input, weight, bias, dims, eps):
+    dt = input.dtype
+    args = (input, weight, bias)
+    fused = _ln_forward_kernel.run(input, weight, bias, dims, eps)
+    if fused is not None:
+        res, mean, rstd = fused
+        if state.enabled and any(t is not None and t._requires_grad for t in args):
+            graph.record(LAYER_NORM, args, res, {"dims": dims, "eps": eps, "xhat": None,
+                                                 "rstd": rstd, "mean": mean})
+        return res
+    a = input._data
+    n = 1
+    for d in dims:
+        n *= a.shape[d]
+    xc = a - np.add.reduce(a, axis=dims, keepdims=True) / n
+    var = np.add.reduce(np.square(xc), axis=dims, keepdims=True) / n
+    rstd = 1 / np.sqrt(var + eps)
+    xhat = np.multiply(xc, rstd, out=xc)
+    if weight is not None:
+        out = np.multiply(xhat, weight._data)
+        if bias is not None:
+            np.add(out, bias._data, out=out)
+    elif bias is not None:
+        out = np.add(xhat, bias._data)
+    else:
+        out = xhat.copy()
+    res = wrap(out, dt)
+    if state.enabled and any(t is not None and t._requires_grad for t in args):
+        graph.record(LAYER_NORM, args, res, {"dims": dims, "eps": eps,
+                                             "xhat": wrap(xhat, dt), "rstd": wrap(rstd, dt),
+                                             "mean": None})
+    return res
+
+
+def _layer_norm_fast_ok(input, weight, bias, shape):
+    if _amp.autocast_enabled or not isinstance(input, Tensor) or \
+            input.dtype not in FLOATS or not input._data.size:
+        return False
+    for p in (weight, bias):
+        if p is not None and (not isinstance(p, Tensor) or p.dtype is not input.dtype
+                              or tuple(p._data.shape) != shape):
+            return False
+    return True
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalise over the trailing `normalized_shape` dims; then ``* weight + bias``."""
+    if state.modes:
+        return under_mode(LAYER_NORM, layer_norm, (input, normalized_shape, weight, bias, eps))
+    shape = _norm_shape(normalized_shape)
+    dims = _check_norm_shape(input, shape)
+    if _layer_norm_fast_ok(input, weight, bias, shape):
+        return _layer_norm_fast(input, weight, bias, dims, eps)
+    return _layer_norm_decomp(input, normalized_shape, weight, bias, eps)
+
+
+LAYER_NORM = composite("layer_norm", layer_norm, _layer_norm_decomp, fused=_layer_norm_fast,
+                       inputs=("self", "weight", "bias"),
+                       attrs={"dims": None, "eps": 1e-5, "xhat": None, "rstd": None,
+                              "mean": None},
+                       grads={"self": _ln_input_grad, "weight": _ln_weight_grad,
+                              "bias": _ln_bias_grad},
+                       node_name="NativeLayerNormBackward0", function=False, method=False)
+
+
+def _rms_norm_decomp(input, normalized_shape, weight=None, eps=None):
+    shape = _norm_shape(normalized_shape)
+    if tuple(input.shape[input.dim() - len(shape):]) != shape or len(shape) > input.dim():
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = D.finfo(input.dtype).eps
+    dims = tuple(range(input.dim() - len(shape), input.dim()))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing dims; eps defaults to the
+    dtype's machine epsilon."""
+    if state.modes:
+        return under_mode(RMS_NORM, rms_norm, (input, normalized_shape, weight, eps))
+    return _rms_norm_decomp(input, normalized_shape, weight, eps)
+
+
+RMS_NORM = composite("rms_norm", rms_norm, _rms_norm_decomp, function=False, method=False)
+
+
+# ---- embedding --------------------------------------------------------------------------
+def _embedding_renorm_(weight, input, max_norm, norm_type):
+    with no_grad():
+        rows = E.unique(input.reshape(-1))
+        w = weight[rows]
+        norms = w.norm(norm_type, 1, keepdim=True)
+        scale = E.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        weight[rows] = w * scale
+
+
+def _embedding_checks(input, weight, padding_idx, max_norm, norm_type, scale_grad_by_freq):
+    """PyTorch's argument checks, then the max_norm renormalisation: (padding_idx made
+    non-negative, the indices as an array)."""
+    if input.dtype not in (D.int64, D.int32):
+        raise RuntimeError("Expected tensor for argument #1 'indices' to have one of the "
+                           "following scalar types: Long, Int; but got "
+                           f"{input.type()} instead (while checking arguments for embedding)")
+    n = weight.shape[0]
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < n, "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
+            padding_idx = n + padding_idx
+    idx = None
+    if input.numel():
+        # the bounds check reads the indices directly (a compiler trace does not break on
+        # it: it only raises); the per-index counts shape the result, so they read via
+        # numpy(), which a trace sees as a graph break
+        idx = input.detach().numpy() if scale_grad_by_freq else input._data
+        if idx.min() < 0 or idx.max() >= n:
+            raise IndexError("index out of range in self")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, max_norm, norm_type)
+    return padding_idx, idx
+
+
+def _embedding_decomp(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+                      scale_grad_by_freq=False, sparse=False):
+    padding_idx, idx = _embedding_checks(input, weight, padding_idx, max_norm, norm_type,
+                                         scale_grad_by_freq)
+    # index_select's backward (index_add into zeros) takes the indices as a tensor, so a
+    # compiler trace records a backward that reads each call's indices
+    out = weight.index_select(0, input.reshape(-1)).reshape(*input.shape, weight.shape[1]) \
+        if weight.dim() == 2 else weight[input]
+    if padding_idx is not None:
+        # the forward value is the row itself; only its gradient is cut
+        out = E.where((input == padding_idx).unsqueeze(-1), weight.detach()[input], out)
+    if scale_grad_by_freq and out.requires_grad and input.numel():
+        _, inv, counts = np.unique(idx.reshape(-1), return_inverse=True, return_counts=True)
+        freq = E.tensor(counts[inv].reshape(*idx.shape, 1), dtype=out.dtype)
+        out.register_hook(lambda g: g / freq)
+    return out
+
+
+def _embedding_grad(g, indices, shape):
+    d = shape[1]
+    return E.zeros(shape, dtype=g.dtype).index_add(0, indices.reshape(-1), g.reshape(-1, d))
+
+
+def _embedding_fast(input, weight):
+    """One NumPy gather and one EmbeddingBackward0 node."""
+    out = wrap(np.take(weight._data, input._data, axis=0), weight.dtype)
+    if state.enabled and weight._requires_grad:
+        graph.record(EMBEDDING, (weight, input), out, {"shape": weight._data.shape})
+    return out
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of `weight` picked by the integer tensor `input`; output shape
+    ``input.shape + (embedding_dim,)``. Row `padding_idx` gets no gradient; with `max_norm`,
+    the looked-up rows of `weight` are first renormalised in place.
+
+    >>> F.embedding(ember.tensor([0, 2]), ember.eye(3))
+    """
+    if state.modes:
+        return under_mode(EMBEDDING, embedding, (input, weight, padding_idx, max_norm,
+                                                 norm_type, scale_grad_by_freq, sparse))
+    if padding_idx is None and not scale_grad_by_freq and isinstance(weight, Tensor) and \
+            weight._data.ndim == 2:
+        _embedding_checks(input, weight, None, max_norm, norm_type, False)
+        return _embedding_fast(input, weight)
+    return _embedding_decomp(input, weight, padding_idx, max_norm, norm_type,
+                             scale_grad_by_freq, sparse)
+
+
+EMBEDDING = composite("embedding", embedding, _embedding_decomp, fused=_embedding_fast,
+                      inputs=("weight", "indices"), attrs={"shape": None},
+                      grads={"weight": _embedding_grad}, node_name="EmbeddingBackward0",
+                      function=False, method=False)

@@ -245,7 +245,6 @@ def _capture(node, buf, targets, captures):
 def _needed_nodes(root_edges, target_nodes):
     """Nodes from which some target is reachable (only these run for autograd.grad)."""
     memo = {}
-    order = []
     stack = [(n, False) for n, _ in root_edges]
     while stack:
         node, expanded = stack.pop()
@@ -260,7 +259,6 @@ def _needed_nodes(root_edges, target_nodes):
         for n, _ in node.next_functions:
             if n is not None and n not in memo:
                 stack.append((n, False))
-        order.append(node)
     return {n for n, v in memo.items() if v}
 
 

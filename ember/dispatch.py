@@ -19,13 +19,7 @@ ndarray = np.ndarray
 _asarray = np.asarray
 
 LOWP = (D.float16, D.bfloat16)
-TORCH_NAMES = {"bool": "Bool", "uint8": "Byte", "int8": "Char", "int16": "Short", "int32": "Int",
-               "int64": "Long", "float16": "Half", "bfloat16": "BFloat16", "float32": "Float",
-               "float64": "Double"}
-
-
-def torch_name(dt):
-    return TORCH_NAMES[dt.name]
+TORCH_NAMES, torch_name = D.TORCH_NAMES, D.torch_name   # dtype names live in core/dtype.py
 
 
 def wrap(arr, dt):
@@ -124,9 +118,7 @@ def checked_scalar(x, dt):
     raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without overflow")
 
 
-CPP_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-             "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-             "float32": "float", "float64": "double"}
+CPP_TYPES = D.CPP_TYPES
 
 
 def broadcast_error(values):

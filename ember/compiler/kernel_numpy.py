@@ -11,8 +11,9 @@ row. Semantics match codegen_c (NaN-propagating max/min, sign(NaN) = 0, floor di
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
-             "int64": np.int64, "bool": np.bool_}
+from ..core import dtype as D
+
+NP_DTYPES = {n: D.to_dtype(n).np.type for n in ("float32", "float64", "int32", "int64", "bool")}
 
 
 def _erf(a):

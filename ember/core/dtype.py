@@ -68,6 +68,32 @@ _ALIASES = {"half": float16, "float": float32, "double": float64, "long": int64,
             "short": int16, "bool": bool_}
 _NAMES.update(_ALIASES)
 
+# ---- the names PyTorch's messages give each dtype (the one table; others read it) ----
+# TORCH_NAMES: the ScalarType name ("Float"), in most messages. CPP_TYPES: the C++ type as
+# c10 spells it ("int64_t"), in overflow messages; the compiler's C code stores the same types.
+# CPP_NAMES: the C++ type as the C++ compiler demangles it ("long int"), in kernel dtype checks.
+_MESSAGE_NAMES = {  # name: (ScalarType name, c10 C++ type, demangled C++ type)
+    "bool": ("Bool", "bool", "bool"),
+    "uint8": ("Byte", "uint8_t", "unsigned char"),
+    "int8": ("Char", "int8_t", "signed char"),
+    "int16": ("Short", "int16_t", "short int"),
+    "int32": ("Int", "int32_t", "int"),
+    "int64": ("Long", "int64_t", "long int"),
+    "float16": ("Half", "c10::Half", "c10::Half"),
+    "bfloat16": ("BFloat16", "c10::BFloat16", "c10::BFloat16"),
+    "float32": ("Float", "float", "float"),
+    "float64": ("Double", "double", "double"),
+}
+TORCH_NAMES = {n: v[0] for n, v in _MESSAGE_NAMES.items()}
+CPP_TYPES = {n: v[1] for n, v in _MESSAGE_NAMES.items()}
+CPP_NAMES = {n: v[2] for n, v in _MESSAGE_NAMES.items()}
+
+
+def torch_name(dt):
+    """PyTorch's ScalarType name of `dt` ("Float" for float32), as its messages print it."""
+    return TORCH_NAMES[dt.name]
+
+
 # NumPy dtype -> ember dtype; the hot path maps kernel results with one dict lookup.
 FROM_NP = {d.np: d for d in ALL if d.np is not None}
 

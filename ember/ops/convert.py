@@ -75,7 +75,7 @@ def type_(self, dtype=None, non_blocking=False, **kw):
         return f"torch.{torch_name(self.dtype)}Tensor"
     if isinstance(dtype, str) and dtype.endswith("Tensor"):
         name = dtype.split(".")[-1][:-6]
-        inv = {v: k for k, v in __import__("ember.dispatch").dispatch.TORCH_NAMES.items()}
+        inv = {v: k for k, v in D.TORCH_NAMES.items()}
         return to(self, D._NAMES[inv[name]])
     return to(self, dtype)
 

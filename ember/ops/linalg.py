@@ -93,10 +93,6 @@ def kernel_array(t):
     return t._data.astype(np.float32) if t.dtype in LOWP else t._data
 
 
-def _fname(dt):
-    return torch_name(dt)
-
-
 # ---- matmul family ------------------------------------------------------------------------
 def _plain_mm(g, t):
     """True when a matrix-product gradient may be one np.matmul: float matrices of g's dtype,
@@ -195,8 +191,7 @@ def matmul(input, other, *, out=None):
                            f"{a.ndim}D and {b.ndim}D")
     if input.dtype is not other.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{input.dtype.name.replace('float32', 'float')} != "
-                           f"{other.dtype.name.replace('float32', 'float')}")
+                           f"{D.CPP_NAMES[input.dtype.name]} != {D.CPP_NAMES[other.dtype.name]}")
     return _out(_product(_MATMUL, input, other), out)
 
 
@@ -221,7 +216,7 @@ def mm(input, mat2, *, out=None):
 
 def _same_dtype_scalar(a, b):
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_fname(a.dtype)} but found {_fname(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {torch_name(a.dtype)} but found {torch_name(b.dtype)}")
 
 
 def bmm(input, mat2, *, out=None):
@@ -256,7 +251,7 @@ def _vec_check(input, other):
                            "tensors")
     if input.dtype is not other.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                           f"{_fname(input.dtype)} and {_fname(other.dtype)}")
+                           f"{torch_name(input.dtype)} and {torch_name(other.dtype)}")
     if input.dtype is D.bool_:
         raise RuntimeError('"dot" not implemented for \'Bool\'')
     if input.shape[0] != other.shape[0]:
@@ -318,14 +313,25 @@ _ADD_OPS = {n: OpDef(n, EXTERN, inputs=("self", "a", "b"), attrs={"beta": 1, "al
                      grads=_add_prod_grads(n)) for n in ("addmm", "addmv", "addbmm", "baddbmm")}
 
 
+def _add_product_dtype_error(name, input, a, b):
+    # each of the four says it its own way in PyTorch
+    if name == "addmv":
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got "
+                           f"{torch_name(input.dtype)}, {torch_name(a.dtype)}, and "
+                           f"{torch_name(b.dtype)}")
+    if name == "baddbmm":
+        c = [D.CPP_NAMES[t.dtype.name] for t in (input, a, b)]
+        raise RuntimeError(f"Input dtypes must be the same, got: input {c[0]}, batch1: {c[1]}, "
+                           f"batch2: {c[2]}")
+    first, what = (input, "self") if input.dtype is not b.dtype else (a, "mat1")
+    raise RuntimeError(f"{what} and mat2 must have the same dtype, but got "
+                       f"{torch_name(first.dtype)} and {torch_name(b.dtype)}")
+
+
 def _add_product(name, input, a, b, beta, alpha, prod_shape, out):
     """Shared tail: dtype checks, the BLAS product, scale, add the broadcast input."""
-    if input.dtype is not b.dtype:
-        raise RuntimeError(f"self and mat2 must have the same dtype, but got "
-                           f"{_fname(input.dtype)} and {_fname(b.dtype)}")
-    if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
-                           f"{a.dtype.name} != {b.dtype.name}")
+    if input.dtype is not b.dtype or a.dtype is not b.dtype:
+        _add_product_dtype_error(name, input, a, b)
     if a.dtype is D.bool_:
         raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     input.expand(prod_shape)   # raises PyTorch's message when input does not broadcast
@@ -484,8 +490,8 @@ def einsum(equation, *operands):
     if _amp.autocast_enabled and einsum_contracts(equation): operands = _amp_cast("einsum", *operands)  # noqa: E501
     for t in operands[1:]:
         if t.dtype is not operands[0].dtype:
-            raise RuntimeError(f"expected scalar type {_fname(operands[0].dtype)} but found "
-                               f"{_fname(t.dtype)}")
+            raise RuntimeError(f"expected scalar type {torch_name(operands[0].dtype)} but found "
+                               f"{torch_name(t.dtype)}")
     subs, out, sizes = _parse_einsum(equation, [t._data.shape for t in operands])
     return _einsum(subs, out, sizes, operands)
 
@@ -621,7 +627,7 @@ def tensordot(a, b, dims=2, out=None):
         if len(da) != len(db):
             raise RuntimeError("both dimension lists should have same length")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_fname(a.dtype)} but found {_fname(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {torch_name(a.dtype)} but found {torch_name(b.dtype)}")
     wa = [S.wrap_dim(d, a.dim()) for d in da]
     wb = [S.wrap_dim(d, b.dim()) for d in db]
     for x, y, ox, oy in zip(wa, wb, da, db):
@@ -714,8 +720,8 @@ def _cross(a, b, dim):
 def linalg_cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along `dim`, broadcasting the other dims."""
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"expected scalar type {_fname(input.dtype)} but found "
-                           f"{_fname(other.dtype)}")
+        raise RuntimeError(f"expected scalar type {torch_name(input.dtype)} but found "
+                           f"{torch_name(other.dtype)}")
     if input.dim() != other.dim():
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
     shape = S.broadcast_shapes(input._data.shape, other._data.shape)
@@ -747,7 +753,7 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
         raise RuntimeError("cdist only supports non-negative p values")
     if not x1.dtype.is_floating_point:
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
-                           f"{_fname(x1.dtype)}")
+                           f"{torch_name(x1.dtype)}")
     from ..linalg import vector_norm
     diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
     return vector_norm(diff, p, dim=-1)
@@ -807,13 +813,20 @@ def _weight_t(weight, w, a):
     return wt
 
 
+def _linear_dtype_error(input, weight, bias):
+    # PyTorch's checks, in its order: without bias it is matmul's; with one, addmm(bias,
+    # input, weight.T) compares bias with weight ("self and mat2"), then input with weight
+    if bias is None:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{D.CPP_NAMES[input.dtype.name]} != {D.CPP_NAMES[weight.dtype.name]}")
+    _add_product_dtype_error("addmm", bias, input, weight)
+
+
 def linear(input, weight, bias=None):
     """``input @ weight.T + bias`` as one BLAS call; the backward gives ``weight.grad``
     contiguous like ``weight`` (no transposed copy to fix up at accumulation)."""
     if input.dtype is not weight.dtype or (bias is not None and bias.dtype is not input.dtype):
-        other = weight.dtype if input.dtype is weight.dtype else weight.dtype
-        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
-                           f"{_fname(input.dtype)} and {_fname(other)}")
+        _linear_dtype_error(input, weight, bias)
     if input.dim() == 0 or weight.dim() != 2:
         return _product(_MATMUL, input, weight.t()) if bias is None else \
             _product(_MATMUL, input, weight.t()) + bias

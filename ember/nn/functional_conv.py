@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from ..dispatch import wrap
-from ..ops.linalg import record_fn
+from ..ops.matmul import record_fn
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _col2im, _crop, _out_size,
                                _conv, _conv_tr, _conv_wgrad)  # noqa: F401  (_conv_wgrad: see below)

@@ -21,7 +21,7 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from ..dispatch import wrap, with_mode_seam
-from ..ops.linalg import record_fn, kernel_array
+from ..ops.matmul import record_fn, kernel_array
 
 
 # ---- argument helpers -------------------------------------------------------------------

@@ -12,7 +12,7 @@ import numpy as np
 
 import ember
 from ..dispatch import wrap, with_mode_seam
-from ..ops.linalg import record_fn
+from ..ops.matmul import record_fn
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _tap_slices, _crop,
                                _conv)

@@ -1,3 +1,4 @@
 """The op library: importing this package registers every op (see registry.py)."""
 from . import (registry, pointwise, view, creation, random, convert, reduction,  # noqa
-               indexing, linalg, joining, norms, scan, selection, sorting, scatter)
+               indexing, linalg, joining, norms, scan, selection, sorting, scatter,
+               scatter_flat)

@@ -118,9 +118,7 @@ def checked_scalar(x, dt):
     raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without overflow")
 
 
-CPP_TYPES = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-             "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
-             "float32": "float", "float64": "double"}
+CPP_TYPES = D.CPP_TYPES
 
 
 def broadcast_error(values):

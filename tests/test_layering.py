@@ -49,6 +49,7 @@ ALLOWLIST = {
     ("ember.ops.selection", "ember.amp.policy"):
         _AMP,
     ("ember.ops.nn_ops", "ember.amp.policy"): _AMP,
+    ("ember.ops.matmul", "ember.amp.policy"): _AMP,
     ("ember.ops.nn_attention_ops", "ember.amp.policy"): _AMP,
     ("ember.ops.nn_loss_ops", "ember.amp.policy"): _AMP,
     ("ember.nn.functional_attention", "ember.nn.functional"):
@@ -59,8 +60,8 @@ ALLOWLIST = {
         _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_attention", "ember"):
         _COMPOSITES + "; " + _NAMESPACE,
-    ("ember.nn.functional_conv", "ember"):
-        _COMPOSITES + "; " + _NAMESPACE,
+    ("ember.nn.functional_pool", "ember"): _NAMESPACE,
+    ("ember.nn.functional_resample", "ember"): _NAMESPACE,
     ("ember.nn.functional_embedding", "ember"):
         _COMPOSITES + "; " + _NAMESPACE,
     ("ember.nn.functional_loss", "ember"):

@@ -47,17 +47,12 @@ def _checked(hook, old, new):
     return new
 
 
-def _accumulate(node, g, owned, create_graph):
-    """Add `g` (its leaf hooks already applied) into the leaf's ``.grad``, with the
-    AccumulateGrad node's own hooks around it, in PyTorch's order."""
-    var = node.variable
-    if not var._requires_grad:   # requires_grad was turned off after the graph was built
-        return
-    if node._prehooks:
-        for h in list(node._prehooks):
-            r = h((g,))
-            if r is not None:
-                g, owned = r[0], False
+def accumulate_into(var, g, owned, create_graph):
+    """PyTorch's rule for adding `g` into leaf `var`'s ``.grad`` (no hooks; the one copy of
+    it, also used by compiled code). The first gradient is kept as is when `owned` (no one
+    else holds it) and laid out like `var`, else copied into `var`'s layout; later ones are
+    added in place, or out of place when building a graph (create_graph, or a ``.grad``
+    that requires grad)."""
     if var._grad is None:
         if create_graph:
             var._grad = g
@@ -73,6 +68,20 @@ def _accumulate(node, g, owned, create_graph):
     else:
         np.add(var._grad._data, g._data, out=var._grad._data, casting="unsafe")
         var._grad._bump_version()
+
+
+def _accumulate(node, g, owned, create_graph):
+    """Add `g` (its leaf hooks already applied) into the leaf's ``.grad``, with the
+    AccumulateGrad node's own hooks around it, in PyTorch's order."""
+    var = node.variable
+    if not var._requires_grad:   # requires_grad was turned off after the graph was built
+        return
+    if node._prehooks:
+        for h in list(node._prehooks):
+            r = h((g,))
+            if r is not None:
+                g, owned = r[0], False
+    accumulate_into(var, g, owned, create_graph)
     if var._post_acc_hooks:
         for h in list(var._post_acc_hooks):
             h(var)
@@ -245,7 +254,6 @@ def _capture(node, buf, targets, captures):
 def _needed_nodes(root_edges, target_nodes):
     """Nodes from which some target is reachable (only these run for autograd.grad)."""
     memo = {}
-    order = []
     stack = [(n, False) for n, _ in root_edges]
     while stack:
         node, expanded = stack.pop()
@@ -260,7 +268,6 @@ def _needed_nodes(root_edges, target_nodes):
         for n, _ in node.next_functions:
             if n is not None and n not in memo:
                 stack.append((n, False))
-        order.append(node)
     return {n for n, v in memo.items() if v}
 
 

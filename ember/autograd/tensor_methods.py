@@ -66,10 +66,6 @@ def _retains_grad(self):
     return self._retains_grad
 
 
-def _get_grad(self):
-    return self._grad_value
-
-
 def _data_get(self):
     from ..ops.view import detach
     return detach(self)

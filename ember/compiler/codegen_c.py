@@ -29,13 +29,14 @@ import math
 
 import numpy as np
 
+from ..core import dtype as D
 from ..ops.registry import op_for
 from ..ops.lowering import NO_INT, CContext, template_args
 from .cmath import SOURCE as CMATH_SOURCE
 from .kernel import STRIDE_ZERO, STRIDE_ONE
 
-CTYPES = {"float32": "float", "float64": "double", "int32": "int32_t", "int64": "int64_t",
-          "bool": "uint8_t"}
+CTYPES = {n: D.CPP_TYPES[n] for n in ("float32", "float64", "int32", "int64")}
+CTYPES["bool"] = "uint8_t"       # NumPy's one-byte bool
 FLOATS = ("float32", "float64")
 # below this many elements (R*N) a kernel runs on one thread: a fork/join costs a few us
 PARALLEL_MIN_ELEMENTS = 32768

@@ -11,10 +11,10 @@ eager ember's: NaN-propagating max/min, sign(NaN) = 0, torch's integer powers.
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..core import dtype as D
 from ..ops.registry import op_for
 
-NP_DTYPES = {"float32": np.float32, "float64": np.float64, "int32": np.int32,
-             "int64": np.int64, "bool": np.bool_}
+NP_DTYPES = {n: D.to_dtype(n).np.type for n in ("float32", "float64", "int32", "int64", "bool")}
 
 
 def _numpy_of(op):

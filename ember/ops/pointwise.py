@@ -287,9 +287,7 @@ def _lerp_kernel(xp, a, b, w):
 
 
 # PyTorch names dtypes by their C++ types in some messages
-CPP_NAMES = {"bool": "bool", "uint8": "unsigned char", "int8": "signed char",
-             "int16": "short int", "int32": "int", "int64": "long int", "float16": "c10::Half",
-             "bfloat16": "c10::BFloat16", "float32": "float", "float64": "double"}
+CPP_NAMES = D.CPP_NAMES
 
 
 def _check_lerp(values, metas, dt, attrs):

@@ -74,17 +74,12 @@ def cumprod(input, dim, *, dtype=None, out=None):
     return write_out(out, _record(_CUMPROD, input, r, {"dim": d}))
 
 
-_C_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-            "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
-            "int16": "short int", "int8": "signed char", "uint8": "unsigned char", "bool": "bool"}
-
-
 def _inplace_scan(fn, name):
     def method(self, dim, *, dtype=None):
         if dtype is not None and D.to_dtype(dtype) is not self.dtype:
             raise RuntimeError(f"Bad in-place call: input tensor dtype "
-                               f"{_C_NAMES[self.dtype.name]} and output tensor dtype "
-                               f"{_C_NAMES[D.to_dtype(dtype).name]} should match")
+                               f"{D.CPP_NAMES[self.dtype.name]} and output tensor dtype "
+                               f"{D.CPP_NAMES[D.to_dtype(dtype).name]} should match")
         if self.dtype is D.bool_ and self._data.ndim and self._data.size:
             raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
         return self.copy_(fn(self, dim, dtype=self.dtype))

@@ -272,8 +272,8 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     if input.dtype in (D.uint8, D.int8, D.int16, D.int32, D.int64):
         info = np.iinfo(input.dtype.np)
         if not (info.min <= lo <= info.max and info.min <= hi <= info.max):
-            raise RuntimeError(f"value cannot be converted to type {_C_INT[input.dtype.name]} "
-                               "without overflow")
+            raise RuntimeError(f"value cannot be converted to type "
+                               f"{D.CPP_TYPES[input.dtype.name]} without overflow")
     if not input.dtype.is_floating_point:
         kernel = "linspace_cpu" if input.dtype is D.bool_ else "histogram_cpu"
         raise NotImplementedError(f'"{kernel}" not implemented for '
@@ -288,10 +288,6 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
     pos = np.clip(pos, 0, bins - 1)
     counts = np.bincount(pos, minlength=bins)[:bins]
     return write_out(out, wrap(counts.astype(input.dtype.np), input.dtype))
-
-
-_C_INT = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int32_t",
-          "int64": "int64_t"}
 
 
 def _num(v):

@@ -284,3 +284,27 @@ def test_compiled_loss_in_a_loop_matches_eager_losses_with_scheduler():
         runs.append(losses)
     np.testing.assert_allclose(runs[0], runs[1], rtol=1e-5)
     assert_state_equal(m_c, m_e)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_leaf_grad_layout_and_accumulation_match_torch(compiled):
+    # a compiled backward accumulates into .grad by the engine's rule, PyTorch's: the first
+    # gradient takes the leaf's layout (here a transposed one), later ones add in place
+    import torch
+
+    def run(lib, compile):
+        w = lib.tensor(np.arange(12.).reshape(4, 3)).t().detach().requires_grad_()
+        x = lib.tensor(np.linspace(-1, 1, 6).reshape(2, 3))
+
+        def step(x, w):
+            loss = (x @ w).pow(2).sum()
+            loss.backward()
+            return loss
+        f = lib.compile(step, backend=BACKEND) if compile else step
+        f(x, w)
+        first, stride = w.grad, w.grad.stride()
+        f(x, w)
+        return stride, w.grad.stride(), w.grad is first, w.grad.detach().numpy()
+    e, t = run(ember, compiled), run(torch, False)
+    assert e[:3] == t[:3]
+    np.testing.assert_allclose(e[3], t[3], rtol=1e-12)

@@ -47,3 +47,42 @@ def test_linear_gradcheck_and_errors():
         torch.nn.functional.linear(torch.ones(2, 5), torch.ones(4, 3))
     with pytest.raises(RuntimeError):
         ember.nn.functional.linear(ember.ones(2, 5), ember.ones(4, 3))
+
+
+@pytest.mark.parametrize("dtypes", [("float32", "float32", "float64"),
+                                    ("float64", "float64", "float32"),
+                                    ("float32", "float64", None), ("float64", "float32", None),
+                                    ("float32", "float64", "float32"),
+                                    ("float32", "float64", "float64"),
+                                    ("float16", "float32", "bfloat16"),
+                                    ("bfloat16", "float16", None)])
+@pytest.mark.parametrize("shape", [(3, 4), (4,), (2, 3, 4)])
+def test_linear_dtype_mismatch_message_matches_torch(dtypes, shape):
+    # the message names the dtypes PyTorch names (it once named weight's twice for a bias
+    # that differed)
+    def message(lib):
+        i, w, b = (None if d is None else getattr(lib, d) for d in dtypes)
+        x, weight = lib.ones(shape, dtype=i), lib.ones(5, 4, dtype=w)
+        bias = None if b is None else lib.ones(5, dtype=b)
+        with pytest.raises(RuntimeError) as info:
+            lib.nn.functional.linear(x, weight, bias)
+        return str(info.value)
+    assert message(ember) == message(torch)
+
+
+@pytest.mark.parametrize("a, b", [("int64", "int32"), ("uint8", "bool"), ("float16", "float64"),
+                                  ("float32", "bfloat16")])
+def test_matmul_and_add_product_dtype_messages_match_torch(a, b):
+    def messages(lib):
+        x, y = lib.ones(2, 2, dtype=getattr(lib, a)), lib.ones(2, 2, dtype=getattr(lib, b))
+        v, bx, by = y[0], x.unsqueeze(0), y.unsqueeze(0)
+        out = []
+        for call in (lambda: x @ y, lambda: lib.addmm(x, x, y), lambda: lib.addmm(y, x, y),
+                     lambda: lib.addmv(v, x, v), lambda: lib.addmv(x[0], y, v),
+                     lambda: lib.addbmm(y, bx, by), lambda: lib.addbmm(x, by, by),
+                     lambda: lib.baddbmm(by, bx, by), lambda: lib.baddbmm(bx, by, by)):
+            with pytest.raises(RuntimeError) as info:
+                call()
+            out.append(str(info.value))
+        return out
+    assert messages(ember) == messages(torch)

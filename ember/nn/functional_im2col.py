@@ -1,0 +1,179 @@
+"""The convolution primitives of ember.nn.functional: im2col windows and the three ops that
+close under differentiation.
+
+Convolutions lower to one BLAS matmul over an im2col matrix gathered from a strided window
+view of the padded input (`_windows`: no Python loop over batch, channels or pixels); groups
+become the batch dimension of that matmul. Three primitive ops:
+
+    conv(x, w)           the forward convolution
+    conv_tr(g, w)        its adjoint in x (col2im: one matmul, then a loop over kernel taps)
+    conv_wgrad(x, g)     its adjoint in w (one matmul)
+
+the derivative of each is written with the other two, so double (and higher) backward works.
+Each is recorded whole by a compiler trace (`with_mode_seam`); what surrounds them (bias,
+batching) is recorded op by op. The argument helpers here are shared by functional_conv,
+functional_pool and functional_resample.
+"""
+import itertools
+import math
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from ..dispatch import wrap, with_mode_seam
+from ..ops.matmul import record_fn, kernel_array
+
+
+# ---- argument helpers -------------------------------------------------------------------
+def _tup(v, n, name="argument"):
+    if isinstance(v, (list, tuple)):
+        if len(v) == 1:
+            return tuple(int(v[0]) for _ in range(n))
+        if len(v) != n:
+            raise RuntimeError(f"expected {name} to be a single integer value or a list of "
+                               f"{n} values to match the convolution dimensions, but got "
+                               f"{name}={list(v)}")
+        return tuple(int(x) for x in v)
+    return (int(v),) * n
+
+
+def _arr(t):
+    return kernel_array(t)
+
+
+def _pad_array(a, pads, value=0):
+    """`a` with its trailing len(pads) dims padded by (lo, hi) pairs (a copy only if needed)."""
+    if not any(lo or hi for lo, hi in pads):
+        return a
+    lead = a.ndim - len(pads)
+    shape = a.shape[:lead] + tuple(s + lo + hi for s, (lo, hi) in zip(a.shape[lead:], pads))
+    out = np.full(shape, value, dtype=a.dtype)
+    out[(Ellipsis,) + tuple(slice(lo, lo + s) for s, (lo, _) in zip(a.shape[lead:], pads))] = a
+    return out
+
+
+def _windows(a, ksize, stride, dil, out):
+    """Read-only strided view (N, C, *out, *ksize) of the sliding windows of `a` (N, C, *S)."""
+    st = a.strides
+    nd = len(ksize)
+    return as_strided(a, a.shape[:2] + tuple(out) + tuple(ksize),
+                      st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd))
+                      + tuple(st[2 + i] * dil[i] for i in range(nd)), writeable=False)
+
+
+def _tap_slices(k, stride, dil, out):
+    """The positions (in the padded input) that kernel tap `k` visits, as slices."""
+    return tuple(slice(k[i] * dil[i], k[i] * dil[i] + stride[i] * (out[i] - 1) + 1, stride[i])
+                 for i in range(len(k)))
+
+
+def _col2im(cols, padded, stride, dil):
+    """Adjoint of `_windows`: sum cols (N, C, *K, *O) into a zero array (N, C, *padded)."""
+    nd = len(padded)
+    ks, out = cols.shape[2:2 + nd], cols.shape[2 + nd:]
+    buf = np.zeros(cols.shape[:2] + tuple(padded), dtype=cols.dtype)
+    for k in itertools.product(*(range(x) for x in ks)):
+        buf[(slice(None), slice(None)) + _tap_slices(k, stride, dil, out)] += cols[(slice(None),
+                                                                                  slice(None)) + k]
+    return buf
+
+
+def _crop(a, pads, size):
+    return a[(slice(None), slice(None)) + tuple(slice(lo, lo + s) for (lo, _), s in
+                                                 zip(pads, size))]
+
+
+def _out_size(size, pads, k, s, d):
+    return tuple((size[i] + pads[i][0] + pads[i][1] - d[i] * (k[i] - 1) - 1) // s[i] + 1
+                 for i in range(len(size)))
+
+
+# ---- the three convolution primitives -----------------------------------------------------
+def _cols(xp, ks, stride, dil, out, groups):
+    """im2col: (G, Cg*prod(K), N*prod(O)) from the padded input (one copy)."""
+    nd = len(ks)
+    win = _windows(xp, ks, stride, dil, out)
+    perm = (1,) + tuple(range(2 + nd, 2 + 2 * nd)) + (0,) + tuple(range(2, 2 + nd))
+    n, c = xp.shape[:2]
+    return win.transpose(perm).reshape(groups, c // groups * math.prod(ks), n * math.prod(out))
+
+
+def _gmat(g, groups):
+    """(N, G*Og, *O) -> (G, Og, N*prod(O))."""
+    n, co = g.shape[:2]
+    p = math.prod(g.shape[2:])      # explicit sizes: -1 is ambiguous for empty tensors
+    return g.reshape(n, groups, co // groups, p).transpose(1, 2, 0, 3).reshape(
+        groups, co // groups, n * p)
+
+
+def _bmm(a, b):
+    """Batched matmul over groups on BLAS: one 2-D gemm for a single group (NumPy's 2-D
+    matmul passes transposed operands to BLAS as flags), else contiguous operands (NumPy's
+    batched matmul falls back to a slow loop for transposed ones)."""
+    if a.shape[0] == 1:
+        return (a[0] @ b[0])[None]
+    return np.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
+
+
+def _conv(x, w, stride, pads, dil, groups):
+    """Forward convolution (no bias); pads: per spatial dim (lo, hi)."""
+    a, b = _arr(x), _arr(w)
+    ks = b.shape[2:]
+    out = _out_size(a.shape[2:], pads, ks, stride, dil)
+    cols = _cols(_pad_array(a, pads), ks, stride, dil, out, groups)
+    co = b.shape[0]
+    r = _bmm(b.reshape(groups, co // groups, math.prod(b.shape[1:])), cols)   # (G, Og, N*P)
+    r = np.ascontiguousarray(r.reshape(co, a.shape[0], *out).swapaxes(0, 1))
+    res = wrap(r, x.dtype)
+
+    def backward(grads, needs, x, w):
+        g = grads[0]
+        return (_conv_tr(g, w, x.shape[2:], stride, pads, dil, groups) if needs[0] else None,
+                _conv_wgrad(x, g, w.shape, stride, pads, dil, groups) if needs[1] else None)
+    return record_fn("ConvolutionBackward0", (x, w), (res,), backward, (x, w))[0]
+
+
+_conv = with_mode_seam("F_conv", _conv)  # traced as one call
+
+
+def _conv_tr(g, w, size, stride, pads, dil, groups):
+    """Adjoint of `_conv` in its input: g (N, Cout, *O) -> (N, Cin, *size)."""
+    a, b = _arr(g), _arr(w)
+    ks = b.shape[2:]
+    nd = len(ks)
+    co, cg = b.shape[:2]
+    n, out = a.shape[0], a.shape[2:]
+    wt = b.reshape(groups, co // groups, math.prod(b.shape[1:])).transpose(0, 2, 1)  # (G,CgK,Og)
+    cols = _bmm(wt, _gmat(a, groups))                            # (G, Cg*K, N*P)
+    cols = cols.reshape((groups * cg,) + tuple(ks) + (n,) + tuple(out))
+    cols = cols.transpose((1 + nd, 0) + tuple(range(1, 1 + nd)) + tuple(range(2 + nd, 2 + 2 * nd)))
+    padded = tuple(size[i] + pads[i][0] + pads[i][1] for i in range(nd))
+    r = np.ascontiguousarray(_crop(_col2im(cols, padded, stride, dil), pads, size))
+    res = wrap(r, g.dtype)
+
+    def backward(grads, needs, g, w):
+        gg = grads[0]
+        return (_conv(gg, w, stride, pads, dil, groups) if needs[0] else None,
+                _conv_wgrad(gg, g, w.shape, stride, pads, dil, groups) if needs[1] else None)
+    return record_fn("ConvolutionBackwardInput0", (g, w), (res,), backward, (g, w))[0]
+
+
+_conv_tr = with_mode_seam("F_conv_tr", _conv_tr)  # traced as one call
+
+
+def _conv_wgrad(x, g, wshape, stride, pads, dil, groups):
+    """Adjoint of `_conv` in its weight: sum over batch and positions of g * windows(x)."""
+    a, b = _arr(x), _arr(g)
+    ks = tuple(wshape[2:])
+    cols = _cols(_pad_array(a, pads), ks, stride, dil, b.shape[2:], groups)
+    r = _bmm(_gmat(b, groups), cols.transpose(0, 2, 1)).reshape(wshape)
+    res = wrap(r, x.dtype)
+
+    def backward(grads, needs, x, g):
+        h = grads[0]
+        return (_conv_tr(g, h, x.shape[2:], stride, pads, dil, groups) if needs[0] else None,
+                _conv(x, h, stride, pads, dil, groups) if needs[1] else None)
+    return record_fn("ConvolutionBackwardWeight0", (x, g), (res,), backward, (x, g))[0]
+
+
+_conv_wgrad = with_mode_seam("F_conv_wgrad", _conv_wgrad)  # traced as one call

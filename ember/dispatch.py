@@ -63,10 +63,6 @@ def rule_compare(dt, name):
     return dt, D.bool_
 
 
-def rule_to_bool(dt, name):
-    return dt, D.bool_
-
-
 def not_implemented(kernel_name, dt):
     """PyTorch's error for a dtype its kernel has no loop for (a NotImplementedError, which is
     a RuntimeError); `kernel_name` is the name PyTorch's message gives, e.g. "abs_cpu"."""
@@ -75,12 +71,6 @@ def not_implemented(kernel_name, dt):
 
 def rule_integral(dt, name):
     if dt.is_floating_point:
-        raise not_implemented(name + "_cpu", dt)
-    return dt, dt
-
-
-def rule_no_bool(dt, name):
-    if dt is D.bool_:
         raise not_implemented(name + "_cpu", dt)
     return dt, dt
 
@@ -167,7 +157,7 @@ def make_pointwise(op):
     native_lowp = getattr(op, "native_lowp", False)
     scalars_promote = getattr(op, "scalars_promote", True)
     # comparisons and logical ops write their bools into a self of any dtype
-    bool_result = rule in (rule_compare, rule_to_bool)
+    bool_result = rule is rule_compare
     nin = len(op.inputs)
     # ember/__init__ turns NumPy's warnings off unless EMBER_NUMPY_WARNINGS=1 asks to keep
     # them; only then do kernels need their own errstate

@@ -27,7 +27,7 @@ from ..autograd.grad_mode import state, call_mode, no_grad
 from ..autograd import graph
 from ..amp.policy import state as _amp
 from .registry import OpDef, COMPOSITE, FUNCTIONS, register
-from .pointwise import _erf_kernel
+from .pointwise_math import _erf_kernel
 from .joining import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
 
 FLOATS = (D.float32, D.float64)

@@ -73,7 +73,7 @@ def _first_extreme(a, dt, d, largest):
 def _extreme(name, largest):
     def fn(input, dim=None, keepdim=False, *, other=None, out=None):
         if other is not None or isinstance(dim, Tensor):
-            from .pointwise import maximum, minimum
+            from .pointwise_arith import maximum, minimum
             return (maximum if largest else minimum)(input, dim if other is None else other,
                                                      out=out)
         a = input._data

@@ -1,4 +1,4 @@
-"""The blocked float32 erf kernel (ember/ops/pointwise.py): within 3 ulp of torch's erf over
+"""The blocked float32 erf kernel (ember/ops/pointwise_math.py): within 3 ulp of torch's erf over
 the whole float32 range, special values exact, any layout and size."""
 import numpy as np
 import pytest

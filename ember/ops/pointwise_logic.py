@@ -1,0 +1,98 @@
+"""Pointwise predicates and comparisons (boolean results, not differentiable), logical and
+bitwise ops, isclose/allclose/equal, and unary plus and ``~``. One row each (ember/ops/
+pointwise.py)."""
+import numpy as np
+
+from ..core import dtype as D
+from ..dispatch import rule_compare, rule_integral, torch_name
+from .registry import OpDef, POINTWISE, register
+from .lowering import Lower
+from . import lowering_pointwise as _lw
+from .pointwise import defpw, only, _unary
+
+
+# ---- predicates and comparisons (boolean results, not differentiable) ----
+isnan = _unary("isnan", np.isnan, None, rule=rule_compare, errstate=False, inplace=False,
+               lower=Lower("((uint8_t)({a} != {a}))"))
+isinf = _unary("isinf", np.isinf, None, rule=rule_compare, errstate=False, inplace=False)
+isfinite = _unary("isfinite", np.isfinite, None, rule=rule_compare, errstate=False,
+                  inplace=False)
+isposinf = _unary("isposinf", np.isposinf, None, rule=rule_compare, errstate=False,
+                  inplace=False)
+isneginf = _unary("isneginf", np.isneginf, None, rule=rule_compare, errstate=False,
+                  inplace=False)
+signbit = _unary("signbit", np.signbit, None, rule=rule_compare, errstate=False, inplace=False)
+logical_not = _unary("logical_not", np.logical_not, None, rule=rule_compare, errstate=False,
+                     lower=Lower("((uint8_t)({a} == 0))"))
+eq = defpw("eq", np.equal, rule=rule_compare, lower=_lw.compare("=="))
+ne = defpw("ne", np.not_equal, rule=rule_compare, names=("ne", "not_equal"),
+           lower=_lw.compare("!="))
+lt = defpw("lt", np.less, rule=rule_compare, names=("lt", "less"), lower=_lw.compare("<"))
+le = defpw("le", np.less_equal, rule=rule_compare, names=("le", "less_equal"),
+           lower=_lw.compare("<="))
+gt = defpw("gt", np.greater, rule=rule_compare, names=("gt", "greater"), lower=_lw.compare(">"))
+ge = defpw("ge", np.greater_equal, rule=rule_compare, names=("ge", "greater_equal"),
+           lower=_lw.compare(">="))
+logical_and = defpw("logical_and", np.logical_and, rule=rule_compare,
+                    lower=Lower("((uint8_t)(({a} != 0) & ({b} != 0)))", compare=True))
+logical_or = defpw("logical_or", np.logical_or, rule=rule_compare,
+                   lower=Lower("((uint8_t)(({a} != 0) | ({b} != 0)))", compare=True))
+logical_xor = defpw("logical_xor", np.logical_xor, rule=rule_compare)
+bitwise_and = defpw("bitwise_and", np.bitwise_and, rule=rule_integral)
+bitwise_or = defpw("bitwise_or", np.bitwise_or, rule=rule_integral)
+bitwise_xor = defpw("bitwise_xor", np.bitwise_xor, rule=rule_integral)
+bitwise_not = _unary("bitwise_not", np.invert, None, rule=rule_integral, errstate=False)
+# NumPy, like PyTorch, gives 0 (or the sign for >>) for shifts by a negative or >= width count
+bitwise_left_shift = defpw("bitwise_left_shift", np.left_shift, rule=only("i", "lshift_cpu"))
+bitwise_right_shift = defpw("bitwise_right_shift", np.right_shift, rule=only("i", "rshift_cpu"))
+
+
+def _isclose_kernel(xp, a, b, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return xp.isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+
+
+def _check_same_dtype(values, metas, dt, attrs):
+    (da, _), (db, _) = metas
+    if da is not db:
+        raise RuntimeError(f"{torch_name(da)} did not match {torch_name(db)}")
+
+
+isclose = defpw("isclose", None, _isclose_kernel, rule=rule_compare, inplace=False,
+                precheck=_check_same_dtype,
+                attrs={"rtol": 1e-05, "atol": 1e-08, "equal_nan": False})
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """True if every element of `input` is close to `other` (see ``isclose``)."""
+    return bool(isclose(input, other, rtol=rtol, atol=atol, equal_nan=equal_nan).all())
+
+
+def equal(input, other):
+    """True if both tensors have the same shape and the same elements."""
+    if input.shape != other.shape:
+        return False
+    return bool(eq(input, other).all())
+
+
+register(OpDef("allclose", POINTWISE), allclose)
+register(OpDef("equal", POINTWISE), equal)
+
+
+
+def positive(input):
+    """``+x``: `x` itself (bool tensors have no unary plus in PyTorch)."""
+    if input.dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def _invert(input):
+    """``~x``: bitwise_not, but a TypeError (not bitwise_not's error) for floating tensors."""
+    if input.dtype.is_floating_point:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return bitwise_not(input)
+
+
+register(OpDef("positive", POINTWISE), positive)
+register(OpDef("_invert", POINTWISE, method=False), _invert)

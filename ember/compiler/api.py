@@ -142,7 +142,7 @@ class CompiledFunction:
         then uses the numpy backend)."""
         if not self._warned_backend:
             warnings.warn(f"ember.compile: the C backend is unavailable ({why}); using the "
-                          "numpy backend", stacklevel=7)
+                          "numpy backend", stacklevel=6)
             self._warned_backend = True
 
 

@@ -105,6 +105,19 @@ class Program:
         if self.tracer is not None and any(m is self.tracer for m in _grad_state.modes):
             self.tracer.__exit__(None, None, None)
 
+    def graph_text(self):
+        """The program's graphs printed as Python (the traced one before partition)."""
+        if self.graphs:
+            return "\n".join(g.python_source(name) for name, g in self.graphs.items())
+        if self.graph is None:
+            return ""
+        src = self.graph.python_source()
+        if src.endswith("\n    return None"):       # partition adds the output node
+            names = [n.name for n in self.out_nodes]
+            src = src[:-len("None")] + "(" + ", ".join(names) + \
+                ("," if len(names) == 1 else "") + ")  # the outputs"
+        return src
+
     def python_replay(self):
         """Why the graphs replay as Python over NumPy instead of C kernels (None: C)."""
         if self.breaks:
@@ -221,12 +234,7 @@ def capture(p):
         return f"graph break ({len(p.breaks)}): " + "; ".join(str(b) for b in p.breaks)
     p.struct = slots(tracer, p.result, p.out_nodes)
     g = p.graph
-    returns = ", ".join(n.name for n in p.out_nodes)
-    src = g.python_source()     # no output node yet (partition adds it): show the outputs
-    if src.endswith("\n    return None"):
-        src = src[:-len("None")] + f"({returns},)  # the outputs (partition adds the node)"
-    return (f"{len(g.calls())} ops, {len(g.inputs())} inputs, {len(g.lifted())} lifted "
-            f"tensors\n" + src)
+    return f"{len(g.calls())} ops, {len(g.inputs())} inputs, {len(g.lifted())} lifted tensors"
 
 
 def capture_backward(p):
@@ -324,8 +332,7 @@ def run_passes(p):
                    f"{list(n.meta[0]) if n.meta else ''}" for n in fwd_g.output().args[0][1]]
     else:
         passes.run_pipeline(p.graphs["graph"], p.pass_stats)
-    text = ", ".join(f"{k} {n}" for k, n in p.pass_stats.items())
-    return text + "".join(f"\n{g.python_source(name)}" for name, g in p.graphs.items())
+    return ", ".join(f"{k} {n}" for k, n in p.pass_stats.items())
 
 
 def plan_fusion(p):
@@ -489,10 +496,15 @@ STAGES = [
     ("replay", replay),
 ]
 
+# EMBER_LOGS=stages prints the graphs after these stages (only then: printing costs time)
+PRINTS_GRAPHS = ("capture", "passes")
 
-def compile_program(compiled, args, kwargs, unify_with=None, stages=STAGES):
-    """Run `stages` over a new Program for this call of CompiledFunction `compiled`; returns
-    the Program (its `variant` is what replays, its `result` the call's result)."""
+
+def compile_program(compiled, args, kwargs, unify_with=None, stages=None):
+    """Run `stages` (default STAGES) over a new Program for this call of CompiledFunction
+    `compiled`; returns the Program (its `variant` is what replays, its `result` the call's
+    result). `config.verify_stages`: Program.verify() after each stage."""
+    stages = STAGES if stages is None else stages
     p = Program(compiled, args, kwargs, unify_with)
     show = logs_on("stages")
     try:
@@ -503,6 +515,8 @@ def compile_program(compiled, args, kwargs, unify_with=None, stages=STAGES):
             if config.verify_stages:
                 p.verify()
             if show:
+                if name in PRINTS_GRAPHS and name not in p.skipped:
+                    summary += "\n" + p.graph_text()
                 log.warning("%s: stage %d/%d %s: %s", compiled.__name__, i + 1, len(stages),
                             name, summary.replace("\n", "\n    "))
     finally:

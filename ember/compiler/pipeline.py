@@ -102,6 +102,7 @@ class Program:
         return f"skipped: {why}"
 
     def end_trace(self):
+        """Leave the tracer capture entered (backward_capture, or an error, ends it)."""
         if self.tracer is not None and any(m is self.tracer for m in _grad_state.modes):
             self.tracer.__exit__(None, None, None)
 
@@ -121,7 +122,7 @@ class Program:
     def python_replay(self):
         """Why the graphs replay as Python over NumPy instead of C kernels (None: C)."""
         if self.breaks:
-            return "graph break: the function runs eagerly"
+            return "graph break"
         if self.backward_note:
             return "backward not captured: the graph replays op by op under eager autograd"
         if self.compiled.backend == "numpy":
@@ -132,7 +133,7 @@ class Program:
     def verify(self):
         """Check the program after the stages run so far: every graph well formed (each node
         reads only values defined before it, unique names, the output last, inputs and
-        lifted tensors numbered in order) and each stage's product present. Raises
+        lifted tensors numbered in order) and the last stage's product present. Raises
         ProgramError naming the stage, the graph and the node."""
         stage = self.done[-1][0] if self.done else "(no stage)"
         try:

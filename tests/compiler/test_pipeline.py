@@ -124,7 +124,8 @@ def test_stages_that_do_not_apply_say_why():
     p = _program(breaks, ember.randn(3))
     assert p.variant.eager and p.breaks
     assert all(p.skipped.get(n) == "graph break" for n in
-               ("backward_capture", "unify", "partition", "passes", "codegen"))
+               ("backward_capture", "unify", "partition", "passes", "fusion", "codegen",
+                "build", "buffer_plan"))
     assert "guards" not in p.skipped       # an eager variant is guarded too
 
 

@@ -4,7 +4,9 @@
     ember.compiler.config.cache_dir = "/tmp/ember-cache"
     ember.compiler.config.cache_size_limit = 4
 """
+import logging
 import os
+import sys
 
 # where built kernels are stored (<cache_dir>/kernels/ab/<hash>.so)
 cache_dir = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
@@ -20,3 +22,23 @@ cc = os.environ.get("CC") or "cc"
 min_kernel_elements = int(os.environ.get("EMBER_MIN_KERNEL_ELEMENTS", "4096"))
 # bytes of dead kernel outputs kept per thread for reuse by later kernels (buffers.py)
 pool_bytes = 1 << 30
+# check the program's invariants after every compiler stage (pipeline.Program.verify); the
+# test suite turns it on, EMBER_VERIFY_STAGES=1 too
+verify_stages = os.environ.get("EMBER_VERIFY_STAGES", "") == "1"
+# the logs turned on: EMBER_LOGS=stages,graph,guards,recompiles,breaks,fusion,code,cache
+logs = set(filter(None, os.environ.get("EMBER_LOGS", "").replace(" ", "").split(",")))
+
+log = logging.getLogger("ember.compiler")
+if logs and not log.handlers:
+    _h = logging.StreamHandler(sys.stderr)
+    _h.setFormatter(logging.Formatter("[ember.compiler] %(message)s"))
+    log.addHandler(_h)
+    log.setLevel(logging.DEBUG)
+    log.propagate = False
+
+_ALIASES = {"breaks": "graph_breaks", "graph_breaks": "breaks"}
+
+
+def logs_on(kind):
+    """Whether log `kind` is on (EMBER_LOGS, or `logs` changed at run time)."""
+    return kind in logs or _ALIASES.get(kind) in logs or "all" in logs

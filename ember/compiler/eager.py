@@ -44,12 +44,8 @@ class _Unavailable(Exception):
 class _Compiled(CompiledFunction):
     """A CompiledFunction that reports a missing C backend instead of warning about it."""
 
-    def _backend(self, graph, variant):
-        from . import fusion
-        try:
-            return fusion.compile_graph(graph, variant, self.options)
-        except fusion.BackendUnavailable:
-            raise _Unavailable from None
+    def _backend_unavailable(self, why):
+        raise _Unavailable
 
 
 class EagerKernel:

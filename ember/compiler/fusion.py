@@ -9,6 +9,7 @@ otherwise the group closes (is emitted) and a new one starts. The reason a node 
 fuse is logged under EMBER_LOGS=fusion. In-place ops and opaque calls close the group.
 """
 import logging
+from collections import namedtuple
 
 import numpy as np
 
@@ -20,10 +21,6 @@ from .buffers import POOL, plan_reuse
 from .kernel_step import KernelStep, _collapse
 
 log = logging.getLogger("ember.compiler")
-
-
-class BackendUnavailable(RuntimeError):
-    pass
 
 
 _FLOATS = (D.float32, D.float64)
@@ -318,9 +315,12 @@ def _traced_strides(a, F, k):
     return _collapse(shape, [s // item for s in strides], F, k)
 
 
-def compile_graph(graph, variant, options):
-    """Python function ``run(inputs, lifted)`` executing `graph` with fused C kernels."""
-    from . import build
+KernelPlan = namedtuple("KernelPlan", "steps groups built kernels")
+
+
+def plan_kernels(graph):
+    """Fusion planning of `graph` (nothing built): its steps, their groups, each group's
+    (Kernel, input nodes, output nodes), and the Kernels to build (those with outputs)."""
     steps = plan(graph)
     outside = _used_outside(graph, steps)
     out = graph.output()
@@ -334,17 +334,19 @@ def compile_graph(graph, variant, options):
     built = [build_kernel(g, outside) for g in groups]
     # a group whose values nobody reads outside has no outputs: drop it
     kernels = [b[0] for b in built if b[0].outputs]
-    if kernels:
-        try:
-            fns = build.load_kernels(kernels)
-        except (build.CompilerUnavailable, build.CompileError) as e:
-            raise BackendUnavailable(str(e).splitlines()[0]) from None
-    else:
-        fns = []
+    return KernelPlan(steps, groups, built, kernels)
+
+
+def assemble(graph, kplan, fns):
+    """The function ``run(inputs, lifted, syms)`` executing `graph` as planned by
+    plan_kernels, with `fns` the loaded functions of kplan.kernels: dead kernel outputs go
+    back to the buffer pool. `run.kernels` describes each kernel call, `run.pooled` counts
+    the pooled outputs, `run.planned_peak_bytes` is the peak of intermediate buffers."""
+    steps, groups, built, kernels = kplan
     fn_of = dict(zip(kernels, fns))
     kernel_outputs = {id(m) for b in built for m in b[2]}
     pooled, release = plan_reuse(steps, graph, kernel_outputs)
-    env, body = {"_give": POOL.give}, []
+    env, body, described = {"_give": POOL.give}, [], []
     kidx = 0
     for i, (kind, x) in enumerate(steps):
         for m in release.get(i - 1, ()):
@@ -371,18 +373,14 @@ def compile_graph(graph, variant, options):
         env[key] = step
         lhs = ", ".join(m.name for m in out_nodes) + ","
         body.append(f"    {lhs} = {key}({', '.join(a.name for a in in_nodes)})")
-        variant.kernels.append(f"{key}: {kernel.describe()} fusing "
-                               + ", ".join(m.opname.split('.')[-1] for m in x.members))
+        described.append(f"{key}: {kernel.describe()} fusing "
+                         + ", ".join(m.opname.split('.')[-1] for m in x.members))
     src = "def run(inputs, lifted, syms=()):\n" + ("\n".join(body) or "    pass")
     exec(compile(src, "<ember fused graph>", "exec"), env)
     run = env["run"]
     run.source, run.env = src, env
-    if not hasattr(variant, "kernel_sources"):
-        variant.kernel_sources = []
-    from .codegen_c import generate_function
-    for i, kern in enumerate(kernels):
-        variant.kernel_sources.append(generate_function(kern, f"kernel_{i}"))
-    variant.planned_peak_bytes = _planned_peak(graph, steps)
+    run.kernels, run.pooled = described, len(pooled)
+    run.planned_peak_bytes = _planned_peak(graph, steps)
     return run
 
 

@@ -210,3 +210,42 @@ def guard_lifted(gs, tensors, names):
                f"{ref}.dtype is {gs.const(t.dtype)} and {ref}._requires_grad is "
                f"{bool(t._requires_grad)}", (tuple(t._data.shape), t.dtype),
                lambda a, k, e, t=t: (tuple(t._data.shape), t.dtype))
+
+
+def guards_for_call(args, kwargs, arg_name, module, lifted_nodes, cap=None):
+    """The compiled GuardSet of a traced call: global state, every argument (a size that
+    `cap` made symbolic only checked >= 2, and sizes it found equal kept equal), the call's
+    structure, the module's state and every lifted tensor that is not its parameter or
+    buffer. `arg_name(i)` names positional argument i as the user wrote it."""
+    gs = GuardSet()
+    guard_globals(gs)
+    dyn = {}
+    if cap is not None:
+        for k, d in cap.syms:
+            dyn.setdefault(cap.input_paths[k], set()).add(d)
+        for k, d, _ in cap.sym_equal:
+            dyn.setdefault(cap.input_paths[k], set()).add(d)
+    for i, a in enumerate(args):
+        guard_value(gs, f"args[{i}]", arg_name(i), a, dyn)
+    for k, v in kwargs.items():
+        guard_value(gs, f"kwargs[{k!r}]", k, v, dyn)
+    if cap is not None:
+        for k, d, sym in cap.sym_equal:
+            p0, d0 = cap.input_paths[cap.syms[sym][0]], cap.syms[sym][1]
+            p1 = cap.input_paths[k]
+            gs.add("shape", f"{p1}.shape[{d}] == {p0}.shape[{d0}]",
+                   f"{p1}._data.shape[{d}] == {p0}._data.shape[{d0}]", True,
+                   lambda a, kw, e, p1=p1, d=d, p0=p0, d0=d0:
+                   eval(p1, {"args": a, "kwargs": kw})._data.shape[d] ==
+                   eval(p0, {"args": a, "kwargs": kw})._data.shape[d0])
+    gs.add("structure", "len(args)", f"len(args) == {len(args)}", len(args),
+           lambda a, k, e: len(a))
+    gs.add("structure", "kwargs", f"tuple(kwargs) == {tuple(kwargs)!r}", tuple(kwargs),
+           lambda a, k, e: tuple(k))
+    if module is not None:
+        guard_module(gs, module)
+    params = set(id(p) for p in module.parameters()) | set(
+        id(b) for b in module.buffers()) if module is not None else set()
+    others = [n for n in lifted_nodes if id(n.target) not in params]
+    guard_lifted(gs, [n.target for n in others], [n.name for n in others])
+    return gs.compile()

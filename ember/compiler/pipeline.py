@@ -1,0 +1,598 @@
+"""The compiler as one named pipeline: what ember.compile does to a call is the list STAGES,
+run top to bottom over one Program.
+
+    capture -> backward_capture -> unify -> guards -> partition -> passes -> fusion
+            -> codegen -> build -> buffer_plan -> replay
+
+A Program holds the call being compiled and everything the stages produce (graphs, guards,
+kernel plans, sources, libraries, replay functions). A stage that does not apply (no
+backward for inference, no kernels on the numpy backend, nothing after a graph break) says
+why and passes. Only compilation runs the list: the Variant the last stage makes replays by
+itself (its guards, then its run function), so a call after the first never comes here.
+
+The guards come after the capture, not before it: they guard what the trace read (every
+lifted tensor) and the sizes `unify` made symbolic.
+
+`config.verify_stages` (on in the tests) runs `Program.verify()` after every stage;
+EMBER_LOGS=stages logs each stage's name and what it produced (graphs printed as Python).
+"""
+from ..autograd.grad_mode import state as _grad_state, no_grad
+from ..autograd import engine
+from . import config, passes, aot
+from .config import log, logs_on
+from .tracer import Tracer, tensors_in, BackwardNotCaptured
+from .guards import guards_for_call
+from .dynamic import Capture, unify as unify_captures
+from .runtime import flatten, slots, rebuilder, extractor, sym_reader
+
+
+class ProgramError(RuntimeError):
+    """A stage left the program malformed (a bug in ember's compiler)."""
+
+
+class Variant:
+    """One compiled specialisation: its guards, how to run it, and what explain() reports."""
+
+    def __init__(self, guards, run=None, eager=False):
+        self.guards = guards
+        self.run = run
+        self.eager = eager
+        self.graphs = {}            # name -> Graph ("forward", "backward" or "graph")
+        self.breaks = []
+        self.saved = []
+        self.recomputed = []
+        self.pass_stats = {}
+        self.kernels = []           # fused kernels (C backend)
+        self.kernel_sources = []    # their C source (show_code)
+        self.planned_peak_bytes = None
+        self.op_count = 0
+        self.backward_note = None
+        self.capture = None         # the trace it came from (for dynamic sizes)
+        self.check_fn = None        # check mode: the forward run function and its inputs
+        self.check_extract = self.check_lifted = self.check_syms = None
+        self.dynamic = []           # its symbolic sizes, in words
+
+
+class Program:
+    """One call being compiled, and everything the stages have produced for it so far."""
+
+    def __init__(self, compiled, args, kwargs, unify_with=None):
+        self.compiled = compiled    # the CompiledFunction: fn, backend, module, fullgraph
+        self.args, self.kwargs = args, kwargs
+        self.unify_with = unify_with   # a variant whose capture a size change may generalise
+        self.done = []              # (stage name, summary) of each stage run, in order
+        self._running = None        # the stage running now
+        self.skipped = {}           # stage name -> why it did not apply
+        # capture
+        self.flat = None            # [(path, tensor)] of every tensor in args and kwargs
+        self.tracer = None
+        self.graph = None           # the traced graph (the joint one once the backward ran)
+        self.result = None          # the call's result, computed eagerly while tracing
+        self.struct = None          # the output structure, tensors replaced by slots
+        self.out_nodes = []         # the output tensors' nodes
+        self.breaks = []            # graph breaks: the call then runs eagerly
+        # backward_capture
+        self.joint = None           # the gradients' nodes, or {"failed": why}
+        # unify
+        self.capture = None         # the trace as a Capture, kept for later unification
+        self.unified = False        # whether it generalises unify_with's (symbolic sizes)
+        # guards
+        self.guards = None
+        # partition
+        self.graphs = {}            # "graph", or "forward" and "backward" -> Graph
+        self.n_saved = 0
+        self.saved, self.recomputed = [], []
+        self.op_count = 0
+        self.backward_note = None   # why the backward replays eagerly, if it does
+        # passes
+        self.pass_stats = {}
+        # fusion, codegen, build, buffer_plan (per graph name)
+        self.kernel_plans = {}      # fusion.KernelPlan
+        self.sources = {}           # the C source of each kernel
+        self.libraries = {}         # the loaded KernelFn of each kernel
+        self.fallback = {}          # why a graph runs on the numpy backend after all
+        self.runs = {}              # run(inputs, lifted, syms)
+        self.kernels, self.planned_peak_bytes = [], None
+        # replay
+        self.variant = None
+
+    def skip(self, why):
+        """What a stage that does not apply returns."""
+        self.skipped[self._running] = why
+        return f"skipped: {why}"
+
+    def end_trace(self):
+        """Leave the tracer capture entered (backward_capture, or an error, ends it)."""
+        if self.tracer is not None and any(m is self.tracer for m in _grad_state.modes):
+            self.tracer.__exit__(None, None, None)
+
+    def graph_text(self):
+        """The program's graphs printed as Python (the traced one before partition)."""
+        if self.graphs:
+            return "\n".join(g.python_source(name) for name, g in self.graphs.items())
+        if self.graph is None:
+            return ""
+        src = self.graph.python_source()
+        if src.endswith("\n    return None"):       # partition adds the output node
+            names = [n.name for n in self.out_nodes]
+            src = src[:-len("None")] + "(" + ", ".join(names) + \
+                ("," if len(names) == 1 else "") + ")  # the outputs"
+        return src
+
+    def python_replay(self):
+        """Why the graphs replay as Python over NumPy instead of C kernels (None: C)."""
+        if self.breaks:
+            return "graph break"
+        if self.backward_note:
+            return "backward not captured: the graph replays op by op under eager autograd"
+        if self.compiled.backend == "numpy":
+            return "numpy backend"
+        return None
+
+    # ---- checking ----
+    def verify(self):
+        """Check the program after the stages run so far: every graph well formed (each node
+        reads only values defined before it, unique names, the output last, inputs and
+        lifted tensors numbered in order) and the last stage's product present. Raises
+        ProgramError naming the stage, the graph and the node."""
+        stage = self.done[-1][0] if self.done else "(no stage)"
+        try:
+            if self.done and stage not in self.skipped:
+                _check_product(self, stage)
+            graphs = self.graphs or ({"traced": self.graph} if self.graph is not None
+                                     else {})
+            for gname, g in graphs.items():
+                _check_graph(g, gname, final=bool(self.graphs), stage=stage)
+        except _Bad as e:
+            raise ProgramError(f"ember.compile: the program is malformed after stage "
+                               f"{stage!r}: {e}") from None
+        return True
+
+
+class _Bad(Exception):
+    pass
+
+
+def _check_graph(g, gname, final, stage):
+    seen, names = set(), set()
+    for i, n in enumerate(g.nodes):
+        if n.name in names:
+            raise _Bad(f"{gname} graph: two nodes are named {n.name!r}")
+        names.add(n.name)
+        for x in n.inputs():
+            if id(x) not in seen:
+                where = "defined after it" if any(x is m for m in g.nodes) else \
+                    "not a node of the graph"
+                raise _Bad(f"{gname} graph: node {n.name!r} reads {x.name!r}, which is "
+                           f"{where}")
+        if n.kind == "output" and i != len(g.nodes) - 1:
+            raise _Bad(f"{gname} graph: the output node is not the last node")
+        seen.add(id(n))
+    if final and g.output() is None:
+        raise _Bad(f"{gname} graph: no output node")
+    if stage in ("capture", "backward_capture", "unify", "guards"):
+        return            # inputs and lifted tensors are numbered by partition and passes
+    for kind, nodes in (("input", g.inputs()), ("lifted", g.lifted())):
+        for k, n in enumerate(nodes):
+            if n.index != k:
+                raise _Bad(f"{gname} graph: {kind} {n.name!r} has index {n.index}, "
+                           f"expected {k}")
+
+
+def _check_product(p, stage):
+    """Raise _Bad when `stage` (run, not skipped) left its product missing."""
+    def need(ok, what):
+        if not ok:
+            raise _Bad(f"stage {stage!r} did not produce {what}")
+    in_graph = set(id(n) for n in p.graph.nodes) if p.graph is not None else set()
+    if stage == "capture":
+        need(p.graph is not None, "a graph")
+        if not p.breaks:
+            for n in p.out_nodes:
+                need(id(n) in in_graph, f"output {n.name!r} in its graph")
+    elif stage == "backward_capture":
+        need(p.joint is not None, "the backward's nodes")
+        for n in list(p.joint.get("tangent_nodes", ())) + [
+                g for g in p.joint.get("grad_nodes", ()) if g is not None]:
+            need(id(n) in in_graph, f"backward node {n.name!r} in the graph")
+    elif stage == "unify":
+        need(p.capture is not None, "a capture")
+    elif stage == "guards":
+        need(p.guards is not None, "guards")
+    elif stage in ("partition", "passes"):
+        need(p.graphs, "graphs")
+    elif stage == "fusion":
+        need(set(p.kernel_plans) == set(p.graphs), "a kernel plan for every graph")
+    elif stage == "codegen":
+        for name in p.graphs:
+            need(name in p.sources or name in p.runs, f"code for the {name} graph")
+    elif stage == "build":
+        for name in p.graphs:
+            need(name in p.libraries or name in p.fallback, f"libraries for {name}")
+    elif stage == "buffer_plan":
+        for name in p.graphs:
+            need(callable(p.runs.get(name)), f"a run function for the {name} graph")
+    elif stage == "replay":
+        need(p.variant is not None and (p.variant.eager or callable(p.variant.run)),
+             "a variant that runs")
+
+
+# ---------------------------------------------------------------- the stages
+def capture(p):
+    """Run the function under the Tracer: its forward graph and (computed eagerly as it
+    goes) the call's result. The tracer stays on for backward_capture."""
+    cf = p.compiled
+    p.flat = flatten(p.args, p.kwargs)
+    tracer = p.tracer = Tracer(cf._lifted_names(), fullgraph=cf.fullgraph)
+    p.graph = tracer.graph
+    tracer.__enter__()
+    for path, t in p.flat:
+        if tracer.known(t) is None:
+            tracer.add_input(t, _input_name(path, cf))
+    p.result = cf.fn(*p.args, **p.kwargs)
+    if tracer.broken:
+        p.breaks = list(tracer.breaks)
+        return f"graph break ({len(p.breaks)}): " + "; ".join(str(b) for b in p.breaks)
+    p.struct = slots(tracer, p.result, p.out_nodes)
+    g = p.graph
+    return f"{len(g.calls())} ops, {len(g.inputs())} inputs, {len(g.lifted())} lifted tensors"
+
+
+def capture_backward(p):
+    """Training: run autograd's backward from the outputs over the trace, recording the
+    gradient computation into the same graph (phase "bwd": the joint graph)."""
+    try:
+        if p.breaks:
+            return p.skip("graph break")
+        if not _grad_state.enabled:
+            return p.skip("grad mode is off")
+        if p.tracer.has_backward:
+            return p.skip("the function runs its own backward (captured with the forward)")
+        p.joint = _trace_backward(p.tracer, p.result, p.flat)
+        if p.joint is None:
+            return p.skip("no output requires grad")
+    finally:
+        p.end_trace()
+    if "failed" in p.joint:
+        return f"not captured ({p.joint['failed']}): the forward replays with eager autograd"
+    n_bwd = sum(1 for n in p.graph.calls() if n.phase == "bwd")
+    n_grads = sum(1 for g in p.joint["grad_nodes"] if g is not None)
+    return f"{n_bwd} backward ops, {n_grads} gradients"
+
+
+def unify(p):
+    """Make the trace a Capture; after a size change, unify it with the earlier one so that
+    one graph with symbolic sizes serves both. The later stages work on a copy."""
+    if p.breaks:
+        return p.skip("graph break")
+    tracer = p.tracer
+    inputs = [n for n in tracer.graph.nodes if n.kind == "input" and n.phase == "fwd"]
+    path_of = {id(tracer.proxies.get(id(t))): path for path, t in p.flat}
+    cap = Capture(tracer.graph, p.struct, p.out_nodes, [path_of[id(n)] for n in inputs],
+                  [tuple(n.meta[0]) for n in inputs], _joint_positions(p.joint, inputs,
+                                                                      tracer))
+    general = None
+    if p.unify_with is not None:
+        general = unify_captures(p.unify_with.capture, cap)
+    p.capture = general if general is not None else cap
+    p.unified = general is not None
+    work = p.capture.clone()
+    p.graph, p.out_nodes, p.joint = work.graph, work.out_nodes, work.joint
+    if general is not None:
+        return "symbolic sizes: " + ", ".join(_symbolic(general))
+    if p.unify_with is not None:
+        return "static sizes (the two traces do not unify)"
+    return "static sizes"
+
+
+def guards(p):
+    """What a later call must match to replay this variant."""
+    cf = p.compiled
+    p.guards = guards_for_call(p.args, p.kwargs, cf._arg_name, cf.module,
+                               p.tracer.graph.lifted(), p.capture)
+    kinds = {}
+    for g in p.guards.guards:
+        kinds[g.kind] = kinds.get(g.kind, 0) + 1
+    return f"{len(p.guards.guards)} guards (" + ", ".join(
+        f"{k} {n}" for k, n in kinds.items()) + ")"
+
+
+def partition(p):
+    """Split the joint graph into a forward graph (which also returns what the backward
+    saves) and a backward graph; an inference graph just gets its output node."""
+    if p.breaks:
+        return p.skip("graph break")
+    graph, joint = p.graph, p.joint
+    p.op_count = len(graph.calls())
+    if joint is None or "failed" in joint:
+        graph.add("output", "output", args=(tuple(p.out_nodes),))
+        p.graphs["graph"] = graph
+        if joint is not None:
+            p.backward_note = f"backward not captured ({joint['failed']}): the forward " \
+                              "replays with eager autograd"
+        return "one graph (no backward to split off)"
+    n_inputs = sum(1 for n in graph.nodes if n.kind == "input" and n.phase == "fwd")
+    fwd_g, bwd_g, saved, p.recomputed = aot.partition(
+        graph, n_inputs, p.out_nodes, joint["tangent_nodes"], joint["grad_nodes"])
+    p.graphs["forward"], p.graphs["backward"] = fwd_g, bwd_g
+    p.n_saved = len(saved)
+    return (f"forward {len(fwd_g.calls())} ops, backward {len(bwd_g.calls())} ops; "
+            f"{len(saved)} saved, {len(p.recomputed)} recomputed in backward")
+
+
+def run_passes(p):
+    """Constant folding, CSE and DCE (passes.PIPELINE) on each graph."""
+    if p.breaks:
+        return p.skip("graph break")
+    if "backward" in p.graphs:
+        fwd_g, bwd_g = p.graphs["forward"], p.graphs["backward"]
+        passes.run_pipeline(bwd_g)
+        aot.drop_unused_saved(fwd_g, bwd_g, p.n_saved)   # DCE in backward freed some
+        passes.run_pipeline(fwd_g, p.pass_stats)
+        p.saved = [f"{n.name}: {n.meta[1].name if n.meta else '?'}"
+                   f"{list(n.meta[0]) if n.meta else ''}" for n in fwd_g.output().args[0][1]]
+    else:
+        passes.run_pipeline(p.graphs["graph"], p.pass_stats)
+    return ", ".join(f"{k} {n}" for k, n in p.pass_stats.items())
+
+
+def plan_fusion(p):
+    """C backend: group each graph's pointwise ops and row reductions into kernels."""
+    why = p.python_replay()
+    if why:
+        return p.skip(why)
+    from . import fusion
+    lines = []
+    for name, g in p.graphs.items():
+        kp = p.kernel_plans[name] = fusion.plan_kernels(g)
+        groups = [(b[0], grp) for b, grp in zip(kp.built, kp.groups) if b[0].outputs]
+        lines.append(f"{name}: {len(kp.kernels)} kernels" + "".join(
+            f"\n  kernel_{i}: " + ", ".join(m.opname.split(".")[-1] for m in grp.members)
+            for i, (_, grp) in enumerate(groups)))
+    return "\n".join(lines)
+
+
+def codegen(p):
+    """The C source of each kernel; on the numpy backend, each graph's Python replay."""
+    if p.breaks:
+        return p.skip("graph break")
+    why = p.python_replay()
+    parts = []
+    for name, g in p.graphs.items():
+        if why:
+            run = p.runs[name] = g.compile_python()
+            parts.append(f"{name}: Python, {run.source.count(chr(10)) + 1} lines")
+            continue
+        from .codegen_c import generate_function
+        src = p.sources[name] = [generate_function(k, f"kernel_{i}")
+                                 for i, k in enumerate(p.kernel_plans[name].kernels)]
+        parts.append(f"{name}: C, {len(src)} kernels, "
+                     f"{sum(s.count(chr(10)) + 1 for s in src)} lines")
+    return "; ".join(parts)
+
+
+def build_libraries(p):
+    """Build each graph's kernels into one shared library (or find it in the memory or disk
+    cache). Without a working C compiler the graph falls back to the numpy backend."""
+    why = p.python_replay()
+    if why:
+        return p.skip(why)
+    from . import build
+    parts = []
+    for name, kp in p.kernel_plans.items():
+        if not kp.kernels:
+            p.libraries[name] = []
+            parts.append(f"{name}: nothing to build")
+            continue
+        before = dict(build.stats)
+        try:
+            p.libraries[name] = build.load_kernels(kp.kernels)
+        except (build.CompilerUnavailable, build.CompileError) as e:
+            p.fallback[name] = str(e).splitlines()[0]
+            p.compiled._backend_unavailable(p.fallback[name])
+            p.runs[name] = p.graphs[name].compile_python()
+            p.sources.pop(name, None)
+            parts.append(f"{name}: C backend unavailable, numpy backend instead")
+            continue
+        cache = "miss, compiled" if build.stats["compiled"] > before["compiled"] else \
+            "disk cache hit" if build.stats["disk_hits"] > before["disk_hits"] else \
+            "memory cache hit"
+        parts.append(f"{name}: {len(kp.kernels)} kernels, {cache}")
+    return "; ".join(parts)
+
+
+def buffer_plan(p):
+    """Plan which kernel outputs go back to the buffer pool after their last reader, and
+    write each graph's replay function around its kernel calls."""
+    why = p.python_replay()
+    if why:
+        return p.skip(why)
+    from . import fusion
+    parts = []
+    for name, kp in p.kernel_plans.items():
+        if name in p.fallback:
+            parts.append(f"{name}: numpy backend")
+            continue
+        run = p.runs[name] = fusion.assemble(p.graphs[name], kp, p.libraries[name])
+        p.kernels.extend(run.kernels)
+        p.planned_peak_bytes = run.planned_peak_bytes
+        parts.append(f"{name}: {run.pooled} buffers pooled, planned peak "
+                     f"{run.planned_peak_bytes} bytes")
+    return "; ".join(parts)
+
+
+def replay(p):
+    """The Variant: guards, and one function from the call's arguments to its outputs (the
+    forward/backward pair behind an autograd Function when training)."""
+    v = p.variant = Variant(p.guards, eager=bool(p.breaks))
+    if p.breaks:
+        v.breaks = p.breaks
+        return "runs eagerly under its guards (graph break)"
+    cap = p.capture
+    rebuild, extract, syms_of = (rebuilder(cap.struct), extractor(cap.input_paths),
+                                 sym_reader(cap.syms))
+    v.graphs, v.saved, v.recomputed = dict(p.graphs), p.saved, p.recomputed
+    v.pass_stats, v.op_count, v.backward_note = p.pass_stats, p.op_count, p.backward_note
+    v.kernels, v.planned_peak_bytes = p.kernels, p.planned_peak_bytes
+    v.kernel_sources = [s for name in p.graphs for s in p.sources.get(name, ())]
+    v.capture, v.dynamic = cap, _symbolic(cap)
+    if "graph" in p.graphs:
+        fn = p.runs["graph"]
+        lifted = [n.target for n in p.graphs["graph"].lifted()]
+        if p.backward_note:
+            # autograd records the replayed ops, so the graph runs op by op in Python
+            def run(args, kwargs):
+                flat = extract(args, kwargs)
+                return rebuild(fn(flat, lifted, syms_of(flat)))
+            v.run = run
+            return "replays the graph under eager autograd"
+        v.check_fn, v.check_extract, v.check_lifted, v.check_syms = \
+            fn, extract, lifted, syms_of
+
+        def run(args, kwargs):
+            flat = extract(args, kwargs)
+            with no_grad():
+                outs = fn(flat, lifted, syms_of(flat))
+            return rebuild(outs)
+        v.run = run
+        return "inference: replays the graph under no_grad"
+    joint, fwd_g, bwd_g = p.joint, p.graphs["forward"], p.graphs["backward"]
+    fwd_fn, bwd_fn = p.runs["forward"], p.runs["backward"]
+    fwd_lifted = [n.target for n in fwd_g.lifted()]
+    bwd_lifted = [n.target for n in bwd_g.lifted()]
+    v.check_fn, v.check_extract, v.check_lifted, v.check_syms = \
+        fwd_fn, extract, fwd_lifted, syms_of
+    out_meta = [(n.meta[1], bool(n.meta[3])) if n.meta else (None, False)
+                for n in p.out_nodes]
+
+    def fwd_run(inputs, syms):
+        outs, saved_vals = fwd_fn(inputs, fwd_lifted, syms)
+        return list(outs), saved_vals
+
+    def bwd_run(saved_and_tangents, syms):
+        return bwd_fn(saved_and_tangents, bwd_lifted, syms)
+    n_inputs = len(cap.input_paths)
+    runner = aot.make_autograd_runner(fwd_run, bwd_run, n_inputs, joint["diff_positions"],
+                                      joint["lifted_diff"], out_meta,
+                                      name=f"Compiled_{p.compiled.__name__}")
+
+    def run(args, kwargs):
+        flat = extract(args, kwargs)
+        return rebuild(runner(flat, syms_of(flat)))
+    v.run = run
+    return "training: forward and backward behind one autograd Function"
+
+
+STAGES = [
+    ("capture", capture),
+    ("backward_capture", capture_backward),
+    ("unify", unify),
+    ("guards", guards),
+    ("partition", partition),
+    ("passes", run_passes),
+    ("fusion", plan_fusion),
+    ("codegen", codegen),
+    ("build", build_libraries),
+    ("buffer_plan", buffer_plan),
+    ("replay", replay),
+]
+
+# EMBER_LOGS=stages prints the graphs after these stages (only then: printing costs time)
+PRINTS_GRAPHS = ("capture", "passes")
+
+
+def compile_program(compiled, args, kwargs, unify_with=None, stages=None):
+    """Run `stages` (default STAGES) over a new Program for this call of CompiledFunction
+    `compiled`; returns the Program (its `variant` is what replays, its `result` the call's
+    result). `config.verify_stages`: Program.verify() after each stage."""
+    stages = STAGES if stages is None else stages
+    p = Program(compiled, args, kwargs, unify_with)
+    show = logs_on("stages")
+    try:
+        for i, (name, stage) in enumerate(stages):
+            p._running = name
+            summary = stage(p)
+            p.done.append((name, summary))
+            if config.verify_stages:
+                p.verify()
+            if show:
+                if name in PRINTS_GRAPHS and name not in p.skipped:
+                    summary += "\n" + p.graph_text()
+                log.warning("%s: stage %d/%d %s: %s", compiled.__name__, i + 1, len(stages),
+                            name, summary.replace("\n", "\n    "))
+    finally:
+        p.end_trace()
+    return p
+
+
+# ---------------------------------------------------------------- helpers of the stages
+def _symbolic(cap):
+    """The capture's symbolic sizes, in words (``args[0].shape[0]``)."""
+    return [f"{cap.input_paths[k]}.shape[{d}]" for k, d in cap.syms]
+
+
+def _input_name(path, cf):
+    if path.startswith("args["):
+        inner = path[5:].split("]")[0]
+        if inner.isdigit():
+            name = cf._arg_name(int(inner))
+            return name + path[5 + len(inner) + 1:].replace("[", "_").replace("]", "")
+    return path.replace("kwargs[", "").replace("[", "_").replace("]", "").replace("'", "")
+
+
+def _joint_positions(joint, inputs, tracer):
+    """The joint record with each differentiable input given as its input position."""
+    if joint is None or "failed" in joint:
+        return joint
+    ids = [id(n) for n in inputs]
+    return dict(joint, diff_positions=[ids.index(id(tracer.proxies[id(t)]))
+                                       for t in joint["diff_ins"]], diff_ins=None)
+
+
+def _ones_like_detached(t):
+    from ..ops.creation import ones_like
+    with no_grad():
+        return ones_like(t)
+
+
+def _trace_backward(tracer, result, flat):
+    """Run the engine's backward from the differentiable outputs (ones as their gradients,
+    each an input node "tangent_i") while tracing: the joint record, None when no output
+    requires grad, or {"failed": why} when the backward cannot be captured."""
+    outs = tensors_in(result)
+    diff_outs = [t for t in outs if t._requires_grad]
+    if not diff_outs:
+        return None
+    for n in tracer.graph.nodes:
+        if n.kind == "call" and n.opname.startswith("ember.compiler.disabled") and any(
+                i.meta is not None and i.meta[3] for i in n.inputs()):
+            # its backward runs through ops the trace did not see (they ran eagerly)
+            return {"failed": f"{n.opname} takes tensors that require grad"}
+    input_nodes = tracer.graph.inputs()
+    diff_ins = [t for _, t in flat if t._requires_grad and tracer.proxies.get(id(t))
+                in input_nodes]
+    lifted_diff = [n.target for n in tracer.graph.lifted() if n.target._requires_grad]
+    tracer.phase = "bwd"
+    tangents, tangent_nodes = [], []
+    for i, t in enumerate(diff_outs):
+        g = _ones_like_detached(t)
+        node = tracer.graph.add("input", f"tangent_{i}", index=None, phase="bwd")
+        tracer._bind(g, node)
+        tangents.append(g)
+        tangent_nodes.append(node)
+    leaves = diff_ins + lifted_diff
+    try:
+        grads = engine.run_backward(diff_outs, tangents, True, False, inputs=leaves,
+                                    accumulate=False, allow_unused=True) if leaves else []
+        grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
+    except Exception as e:
+        # drop what the backward recorded; the forward replays with eager autograd (an
+        # error the backward raises, a stale saved tensor say, then reaches the user
+        # from their own backward call, as in eager mode)
+        tracer.graph.nodes = [n for n in tracer.graph.nodes if n.phase == "fwd"]
+        tracer.phase = "fwd"
+        return {"failed": str(e) if isinstance(e, BackwardNotCaptured) else
+                f"{type(e).__name__}: {e}"}
+    tracer.phase = "fwd"
+    return dict(diff_outs=diff_outs, diff_ins=diff_ins, lifted_diff=lifted_diff,
+                tangent_nodes=tangent_nodes, grad_nodes=grad_nodes)

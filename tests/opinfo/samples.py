@@ -10,6 +10,8 @@ valid sample: the generated test then checks that ember raises like torch.
 To add an op: if it is pointwise with plain tensor inputs, nothing (maybe a DOMAINS row);
 if it is a reduction taking (input, dim, keepdim), a REDUCTIONS row; otherwise a SPECIAL row.
 """
+from dataclasses import replace
+
 try:
     from ._make import B, I, L, S, Sample, Sm, T, is_public
     from .samples_ops import EXTRA, SPECIAL as _OPS_SPECIAL
@@ -91,10 +93,24 @@ def ternary(name):
             S(T((2, 2), "int64", **a), T((2, 2), "int64", **b), T((2, 2), "int64", **c))]
 
 
+# ops defined on integers and bools only: their float samples become int64 ones (the first
+# stays float, so the float error is checked too)
+INTEGRAL = {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitwise_left_shift",
+            "bitwise_right_shift"}
+
+
+def _as_int(sample):
+    def conv(a):
+        return replace(a, dtype="int64") if isinstance(a, T) and a.dtype != "bool" else a
+    return replace(sample, args=tuple(conv(a) for a in sample.args))
+
+
 def pointwise(name):
     op = OPS[name]
     make = {1: unary, 2: binary, 3: ternary}.get(len(op.inputs))
     samples = make(name) if make else []
+    if name in INTEGRAL:
+        samples = samples[:1] + [_as_int(s) for s in samples[1:]]
     if samples and name in ATTRS:
         first = samples[0].args
         if name == "nan_to_num":
@@ -123,7 +139,7 @@ POINTWISE_SPECIAL = {
     "clamp_max": [S(x34, 0.5), S(T((2, 3), "int64"), 1)],
     "where": [S(B([[True, False, True], [False, False, True]]), x23, T((2, 3))),
               S(T((2, 1), "bool"), T((2, 3), "float64", "T"), T((3,), "float64")),
-              S(T((3,), "bool"), x34, 0.5), S(T((0, 2), "bool"), T((0, 2)), T((0, 2))),
+              S(T((4,), "bool"), x34, 0.5), S(T((0, 2), "bool"), T((0, 2)), T((0, 2))),
               S(T((2, 2), "bool"))],
     "masked_fill": [S(x34, T((3, 4), "bool"), -1.0), S(T((2, 3), "float64", "T"),
                                                       T((3,), "bool"), 2.0),

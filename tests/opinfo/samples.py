@@ -19,6 +19,7 @@ except ImportError:  # run from this folder (pytest's rootdir-less import mode)
     from _make import B, I, L, S, Sample, Sm, T, is_public
     from samples_ops import EXTRA, SPECIAL as _OPS_SPECIAL
 
+import ember
 from ember.ops.registry import OPS, POINTWISE, REDUCTION
 
 # ---- pointwise ----
@@ -214,11 +215,9 @@ PENDING = {"gelu", "layer_norm", "rms_norm", "softmax", "log_softmax",
            "scaled_dot_product_attention", "cross_entropy", "nll_loss", "embedding"}
 
 
-def samples_for(name):
-    """The samples of op `name` ([] when it has none)."""
+def _samples(name):
     if name in SPECIAL and SPECIAL[name] is not None:
-        entry = SPECIAL[name]
-        return list(entry() if callable(entry) else entry)
+        return list(SPECIAL[name])
     op = OPS.get(name)
     if op is None:
         return []
@@ -227,6 +226,17 @@ def samples_for(name):
     if op.kind == REDUCTION and name in REDUCTIONS:
         return reduction(name) + list(EXTRA.get(name, ()))
     return []
+
+
+def samples_for(name):
+    """The samples of op `name` ([] when it has none). An op that is both ember.<name> and
+    Tensor.<name> also gets its samples with a tensor first argument called as methods
+    (the two are generated separately), after the others so sample indices stay put."""
+    samples = _samples(name)
+    if hasattr(ember, name) and hasattr(ember.Tensor, name):
+        samples += [replace(s, method=True) for s in samples[:3]
+                    if not s.method and s.args and isinstance(s.args[0], T)]
+    return samples
 
 
 def sampler_names():

@@ -281,7 +281,7 @@ def test_compiled(name):
         ek, expected = outcome(lambda: fn(*ins))
         if ek == "raise":
             continue          # errors are test_values' business
-        cf = ember.compile(fn, backend=BACKEND)
+        cf = ember.compile(fn, backend=BACKEND, fullgraph=True)
         for call_no in range(2):   # the tracing call, then a replay
             if random:
                 ember.manual_seed(i)

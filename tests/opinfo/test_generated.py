@@ -290,6 +290,37 @@ def test_compiled(name):
                 got = s.post(got)
             exp = s.post(expected) if s.post is not None else expected
             # seeded alike, a random op draws the same values eagerly and compiled
-            same(got, as_torch(exp), replace(s, values=True) if random else s, False, f"{name} sample {i} call {call_no}: {s}")
+            same(got, as_torch(exp), replace(s, values=True) if random else s, False,
+                 f"{name} sample {i} call {call_no}: {s}")
         ran += 1
     assert ran, f"{name}: no sample ran eagerly"
+
+
+@pytest.mark.parametrize("name", params("compile_grad", GRAD_NAMES))
+def test_compiled_backward(name):
+    """The gradients through the compiled op (the captured backward) equal eager's."""
+    for i, s in enumerate(samples_for(name)):
+        arrs = realized(name, i, s, float64=True, leaf_layouts=False)
+        leaves = arrays_in(arrs)
+
+        def fn(*ts):
+            return run(name, s, arrs, ember, tensors=ts)
+
+        def grads(f):
+            ins = [make_tensor(a, ember, requires_grad=True) for a in leaves]
+            outs = _float_outputs(f(*ins), ember)
+            req = [t for t in ins if t.requires_grad]
+            if not outs or not req:
+                return None
+            rng = np.random.default_rng(i)
+            gos = [ember.from_numpy(rng.standard_normal(tuple(o.shape))) for o in outs]
+            return ember.autograd.grad(outs, req, gos, allow_unused=True)
+        ek, expected = outcome(lambda: grads(fn))
+        if ek == "raise" or expected is None:
+            continue
+        cf = ember.compile(fn, backend=BACKEND, fullgraph=True)
+        for call_no in range(2):   # the tracing call, then a replay
+            got = grads(cf)
+            same(got, as_torch(expected), s, False, f"{name} sample {i} call {call_no}: {s}")
+        return
+    pytest.fail(f"{name}: no sample has a differentiable result")

@@ -13,10 +13,10 @@ if it is a reduction taking (input, dim, keepdim), a REDUCTIONS row; otherwise a
 from dataclasses import replace
 
 try:
-    from ._make import B, I, L, S, Sample, Sm, T, is_public
+    from ._make import B, S, Sample, T, is_public
     from .samples_ops import EXTRA, SPECIAL as _OPS_SPECIAL
 except ImportError:  # run from this folder (pytest's rootdir-less import mode)
-    from _make import B, I, L, S, Sample, Sm, T, is_public
+    from _make import B, S, Sample, T, is_public
     from samples_ops import EXTRA, SPECIAL as _OPS_SPECIAL
 
 import ember
@@ -149,7 +149,8 @@ POINTWISE_SPECIAL = {
     "isclose": None,   # generic binary + ATTRS (listed so the stale check knows it)
     "allclose": [S(x34, x34), S(T((2, 3), "float64"), T((2, 3), "float64"), rtol=0.5, atol=1.0),
                  S(T((3,), make="specials"), T((3,)), equal_nan=True)],
-    "equal": [S(x34, x34), S(x34, T((3, 4), "float32", "T")), S(T((2,), "int64"), T((3,), "int64"))],
+    "equal": [S(x34, x34), S(x34, T((3, 4), "float32", "T")),
+              S(T((2,), "int64"), T((3,), "int64"))],
     "_invert": [Sample((T((3, 4), "int64"),), method="__invert__"),
                 Sample((T((2, 3), "bool", "T"),), method="__invert__"),
                 Sample((x23,), method="__invert__")],

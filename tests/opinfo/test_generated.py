@@ -124,7 +124,8 @@ def same(e, t, sample, strides, where="result"):
         assert isinstance(e, ember.Tensor), f"{where}: expected a Tensor, got {type(e)}"
         assert str(e.dtype).replace("ember.", "") == str(t.dtype).replace("torch.", ""), \
             f"{where}: dtype {e.dtype} != {t.dtype}"
-        assert tuple(e.shape) == tuple(t.shape), f"{where}: shape {tuple(e.shape)} != {tuple(t.shape)}"
+        assert tuple(e.shape) == tuple(t.shape), \
+            f"{where}: shape {tuple(e.shape)} != {tuple(t.shape)}"
         if sample.values:
             rtol, atol = sample.tol or TOL.get(t.dtype, (0, 0))
             torch.testing.assert_close(to_torch(e), t.detach(), rtol=rtol, atol=atol,

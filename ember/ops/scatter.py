@@ -88,6 +88,9 @@ def index_select(input, dim, index, *, out=None):
     idx = _index_vector("index_select", index)
     d = _wrap_dim(dim, input)
     a = _as1(input._data)
+    if input.dim() == 0 and idx.size != 1:
+        raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
+                           f"{idx.size} value(s)")
     if idx.size and (idx.min() < 0 or idx.max() >= a.shape[d]):
         raise IndexError("index out of range in self")
     r = np.take(a, idx, axis=d)

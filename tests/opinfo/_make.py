@@ -1,0 +1,242 @@
+"""The vocabulary of the registry-driven tests: how a sample input is described, made, and
+called on both libraries.
+
+A `Sample` holds the arguments of one op call. Tensor arguments are `T` descriptions (shape,
+dtype, layout, value domain); `realize` draws their values once with a seeded NumPy generator,
+and `to_lib` turns the same arrays into torch or ember tensors built by the same view ops
+(transpose, step slice, expand, offset slice), so both sides see the same values with the
+same strides. `L(fn)` is an argument computed per library (`L(lambda lib: lib.float64)`).
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+import ember
+
+LAYOUTS = ("C", "T", "step", "expand", "offset")
+
+
+@dataclass(frozen=True)
+class T:
+    """A tensor argument: `shape`, `dtype` ("float32", "float64", "int64", "bool"), `layout`
+    (one of LAYOUTS), values uniform in [lo, hi] (integers: lo..hi inclusive; `signed`: the
+    magnitude is drawn from [lo, hi] and the sign at random, which keeps values away from
+    zero). `values` gives the data explicitly; `make` shapes it further: "wellcond" (a square
+    matrix plus 4 * identity), "spd" (symmetric positive definite), "specials" (NaN, infs,
+    signed zeros mixed in)."""
+    shape: tuple = ()
+    dtype: str = "float32"
+    layout: str = "C"
+    lo: float = -2.0
+    hi: float = 2.0
+    signed: bool = False
+    values: object = None
+    make: str = None
+    grad: bool = True      # may require grad in gradcheck (floating point only)
+
+
+def I(values, layout="C"):  # noqa: E743 - an index tensor, named like the argument it plays
+    """An int64 tensor with the given values (indices, repeats, sorted boundaries)."""
+    return T(np.shape(values), "int64", layout, values=values)
+
+
+def B(values):
+    """A bool tensor with the given values (masks)."""
+    return T(np.shape(values), "bool", values=values)
+
+
+@dataclass(frozen=True)
+class L:
+    """An argument computed per library: fn(torch) or fn(ember)."""
+    fn: object
+
+
+@dataclass
+class Sample:
+    """One call: `args`/`kwargs` may hold T, L, lists and tuples of them, and plain values.
+
+    method: call as a Tensor method even where a function exists (a string: call that method
+    name, e.g. "__invert__"); values: compare values (False for empty and random results);
+    tol: (rtol, atol) for floating results; post: applied to both results before comparing
+    (for results only defined up to sign, like svd's U and V); grad: use in gradcheck."""
+    args: tuple
+    kwargs: dict = field(default_factory=dict)
+    method: object = False
+    values: bool = True
+    tol: tuple = None
+    post: object = None
+    grad: bool = True
+
+    def __repr__(self):
+        kw = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
+        return f"Sample({', '.join(map(_short, self.args))}{kw})"
+
+
+def _short(a):
+    if isinstance(a, T):
+        return f"T({a.shape}, {a.dtype}{'' if a.layout == 'C' else ', ' + a.layout})"
+    if isinstance(a, (list, tuple)) and any(isinstance(x, T) for x in a):
+        return "[" + ", ".join(map(_short, a)) + "]"
+    return repr(a)
+
+
+def S(*args, **kwargs):
+    """Sample(args, kwargs): the shorthand the sample tables are written in."""
+    return Sample(args, kwargs)
+
+
+def Sm(*args, **kwargs):
+    """A sample called as a Tensor method."""
+    return Sample(args, kwargs, method=True)
+
+
+# ---- values ----
+def base_shape(shape, layout):
+    """The shape of the contiguous tensor that `layout`'s view ops turn into `shape`."""
+    if not shape or layout == "C":
+        return tuple(shape)
+    if layout == "T":
+        return tuple(reversed(shape))
+    if layout == "step":
+        return tuple(shape[:-1]) + (2 * shape[-1],)
+    if layout == "expand":
+        return (1,) + tuple(shape[1:])
+    return (shape[0] + 1,) + tuple(shape[1:])      # offset
+
+
+def apply_layout(x, shape, layout):
+    """The same view ops on torch and ember: `x` (of base_shape) -> a view of `shape`."""
+    if not shape or layout == "C":
+        return x
+    if layout == "T":
+        return x.permute(*reversed(range(len(shape))))
+    if layout == "step":
+        return x[..., ::2]
+    if layout == "expand":
+        return x.expand(*shape)
+    return x[1:]
+
+
+def _draw(rng, t, shape, dtype):
+    return np.asarray(_values(rng, t, shape, dtype))
+
+
+def _values(rng, t, shape, dtype):
+    if t.values is not None:
+        return np.asarray(t.values, dtype=dtype)
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype == "int64":
+        lo = int(np.ceil(t.lo))
+        hi = max(lo, int(np.floor(t.hi)))
+        a = rng.integers(lo, hi + 1, size=shape)
+        return a * rng.choice([-1, 1], size=shape) if t.signed else a
+    a = rng.uniform(t.lo, t.hi, size=shape)
+    if t.signed:
+        a = a * rng.choice([-1.0, 1.0], size=shape)
+    if t.make == "specials" and a.size:
+        sp = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0])
+        a = np.where(rng.random(shape) < 0.3, rng.choice(sp, size=shape), a)
+    if t.make in ("wellcond", "spd"):
+        n = shape[-1]
+        if t.make == "spd":
+            a = a @ np.swapaxes(a, -1, -2)
+        a = a + 4 * np.eye(n)
+    return a.astype(dtype)
+
+
+@dataclass
+class Arr:
+    """A realized T: the contiguous base array and the view to build on it."""
+    base: np.ndarray
+    shape: tuple
+    layout: str
+    grad: bool
+
+
+def realize(obj, rng, *, float64=False, leaf_layouts=True):
+    """Replace every T in `obj` by an Arr with drawn values. float64: floating tensors become
+    float64 (gradcheck); leaf_layouts=False: "expand" becomes "C" (an expanded tensor as a
+    differentiable leaf would make finite differences move several elements at once)."""
+    if isinstance(obj, T):
+        dtype = "float64" if float64 and obj.dtype.startswith("float") else obj.dtype
+        layout = obj.layout if (leaf_layouts or obj.layout != "expand") else "C"
+        if obj.values is not None:   # explicit values describe the view itself
+            return Arr(_draw(rng, obj, obj.shape, dtype), tuple(obj.shape), "C", obj.grad)
+        shape = tuple(obj.shape)
+        if obj.make in ("wellcond", "spd"):   # the matrix structure lives in the view
+            a = _draw(rng, obj, shape, dtype)
+            if layout == "T":
+                a = np.ascontiguousarray(a.transpose(*reversed(range(a.ndim))))
+            return Arr(a, shape, layout if layout in ("C", "T") else "C", obj.grad)
+        return Arr(_draw(rng, obj, base_shape(shape, layout), dtype), shape, layout, obj.grad)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(realize(x, rng, float64=float64, leaf_layouts=leaf_layouts)
+                         for x in obj)
+    if isinstance(obj, dict):
+        return {k: realize(v, rng, float64=float64, leaf_layouts=leaf_layouts)
+                for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    return obj
+
+
+def make_tensor(arr, lib, requires_grad=False):
+    """The Arr as a `lib` tensor: base from the same bytes, then the layout's view ops. With
+    requires_grad the view itself is made a leaf (detach keeps its strides)."""
+    base = arr.base.copy()
+    if lib is torch:   # (from_numpy keeps NumPy's odd strides of empty arrays: copy)
+        t0 = torch.from_numpy(base)
+        x = torch.empty_like(t0, memory_format=torch.contiguous_format).copy_(t0)
+    else:
+        x = ember.from_numpy(base)
+    x = apply_layout(x, arr.shape, arr.layout)
+    if requires_grad and arr.grad and arr.base.dtype.kind == "f":
+        x = x.detach().requires_grad_(True)
+    return x
+
+
+def to_lib(obj, lib, tensor=None):
+    """Realized arguments -> `lib` objects. tensor(arr) makes each tensor (default:
+    make_tensor); the compiled-vs-eager test passes its own to feed traced inputs."""
+    tensor = tensor or (lambda a: make_tensor(a, lib))
+    if isinstance(obj, Arr):
+        return tensor(obj)
+    if isinstance(obj, L):
+        return obj.fn(lib)
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(to_lib(x, lib, tensor) for x in obj)
+    if isinstance(obj, dict):
+        return {k: to_lib(v, lib, tensor) for k, v in obj.items()}
+    if isinstance(obj, np.ndarray):
+        return obj.copy()
+    return obj
+
+
+def arrays_in(obj):
+    """Every Arr in `obj`, in the order to_lib meets them."""
+    if isinstance(obj, Arr):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [a for x in obj for a in arrays_in(x)]
+    if isinstance(obj, dict):
+        return [a for v in obj.values() for a in arrays_in(v)]
+    return []
+
+
+def is_public(name):
+    """Reachable as ember.<name> or Tensor.<name>."""
+    return hasattr(ember, name) or hasattr(ember.Tensor, name)
+
+
+def call(name, sample, args, kwargs, lib, reference=None):
+    """Call op `name` on `lib` the public way: ember.<name> / torch.<name> when the op is a
+    function, else (or when the sample asks) the Tensor method on the first argument.
+    `reference` replaces the torch call for ops that have no public torch name."""
+    if lib is torch and reference is not None:
+        return reference(*args, **kwargs)
+    if sample.method or not hasattr(ember, name):
+        meth = sample.method if isinstance(sample.method, str) else name
+        return getattr(args[0], meth)(*args[1:], **kwargs)
+    return getattr(lib, name)(*args, **kwargs)

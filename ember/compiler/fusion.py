@@ -15,7 +15,6 @@ import numpy as np
 
 from ..core import dtype as D
 from ..ops.registry import POINTWISE, REDUCTION
-from .config import logs_on
 from .kernel import Kernel, Input, Reduction, Output
 from .graph import map_nodes, python_line
 from .buffers import POOL, plan_reuse
@@ -157,14 +156,14 @@ def plan(graph):
         if kind is None:
             if g is not None and (n.inplace or any(id(a) in g.ids for a in n.inputs())):
                 close()
-            if why not in ("no single tensor result",) and logs_on("fusion"):
+            if why not in ("no single tensor result",) and log.isEnabledFor(logging.DEBUG):
                 log.debug("fusion: %s not fused: %s", n.name, why)
             steps.append(("node", n))
             continue
         if g is not None:
             ok, why = _fits(g, n, kind)
             if not ok:
-                if logs_on("fusion"):
+                if log.isEnabledFor(logging.DEBUG):
                     log.debug("fusion: %s starts a new kernel: %s", n.name, why)
                 close()
         if g is None:

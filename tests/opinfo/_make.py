@@ -226,8 +226,9 @@ def arrays_in(obj):
 
 
 def is_public(name):
-    """Reachable as ember.<name> or Tensor.<name>."""
-    return hasattr(ember, name) or hasattr(ember.Tensor, name)
+    """Reachable as ember.<name>, Tensor.<name> or ember.nn.functional.<name>."""
+    return hasattr(ember, name) or hasattr(ember.Tensor, name) or \
+        hasattr(ember.nn.functional, name)
 
 
 def call(name, sample, args, kwargs, lib, reference=None):
@@ -236,7 +237,10 @@ def call(name, sample, args, kwargs, lib, reference=None):
     `reference` replaces the torch call for ops that have no public torch name."""
     if lib is torch and reference is not None:
         return reference(*args, **kwargs)
+    if not sample.method and not hasattr(ember, name) and hasattr(ember.nn.functional, name):
+        return getattr(lib.nn.functional, name)(*args, **kwargs)
     if sample.method or not hasattr(ember, name):
         meth = sample.method if isinstance(sample.method, str) else name
-        return getattr(args[0], meth)(*args[1:], **kwargs)
+        attr = getattr(args[0], meth)
+        return attr if isinstance(attr, lib.Tensor) else attr(*args[1:], **kwargs)  # x.T
     return getattr(lib, name)(*args, **kwargs)

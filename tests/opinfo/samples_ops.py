@@ -297,7 +297,36 @@ OTHER_REDUCTIONS = {
 _EXTRA = ("var", "std", "norm", "max", "min")   # extra rows on top of the generic reduction
 
 
-SPECIAL = {**VIEWS, **CREATION, **RANDOM, **COMPOSITE, **EXTERN,
+# the nn composites (ops/nn_ops.py): called as torch.nn.functional.<name> where PyTorch has
+# no torch.<name>; the Tensor properties T/mT and indexing
+_q = T((2, 3, 4), "float64")
+NN = {
+    "softmax": [S(x23, 1), S(x23, -1), S(T((2, 3), "float64", "T"), 0), S(T(()), 0)],
+    "log_softmax": [S(x23, 1), S(T((2, 3), "float64", "step"), 0), S(x234, -1)],
+    "gelu": [S(x23), S(T((2, 3), "float64", "T")), S(x234, approximate="tanh")],
+    "layer_norm": [S(x23, (3,)), S(T((2, 3), "float64"), (3,), T((3,), "float64"),
+                                  T((3,), "float64")), S(x234, (3, 4), eps=1e-3)],
+    "rms_norm": [S(x23, (3,)), S(T((2, 3), "float64", "T"), (2,), T((2,), "float64"))],
+    "scaled_dot_product_attention": [
+        Sample((_q, _q, _q), tol=(1e-6, 1e-6)),
+        Sample((_q, _q, _q), {"is_causal": True}, tol=(1e-6, 1e-6)),
+        Sample((x234, T((2, 5, 4)), T((2, 5, 4))), tol=(1e-5, 1e-5)),
+        S(T((1, 2, 3), "float64"), T((1, 2, 3), "float64"), T((1, 2, 3), "float64")),   # small
+        S(T((1, 3, 2), "float64"), T((1, 3, 2), "float64"), T((1, 3, 2), "float64"),
+          is_causal=True)],
+    "cross_entropy": [S(T((3, 4), "float64"), I([0, 3, 1])),
+                      S(x34, I([2, 2, 0]), reduction="sum"),
+                      S(T((3, 4), "float64"), I([1, 0, 3]), label_smoothing=0.1)],
+    "nll_loss": [S(T((3, 4), "float64"), I([0, 3, 1])), S(x34, I([1, 1, 2]), reduction="none")],
+    "embedding": [S(I([0, 2, 1, 2]), T((3, 4), "float64")), S(I([[1], [0]]), x34)],
+    "T": [Sm(x23), Sm(T((2, 3), "float64", "step")), Sm(T((3,)))],
+    "mT": [Sm(x234), Sm(T((2, 3), "float64", "T"))],
+    "__getitem__": [Sm(x23, 1), Sm(x234, (slice(None), 1)), Sm(x23, slice(0, 1)),
+                    Sm(x234, (Ellipsis, 0)), Sm(T((2, 3), "float64", "T"), [1, 0]),
+                    Sm(x23, B([True, False]))],
+}
+
+SPECIAL = {**VIEWS, **CREATION, **RANDOM, **COMPOSITE, **EXTERN, **NN,
            **{k: v for k, v in OTHER_REDUCTIONS.items() if k not in _EXTRA}}
 EXTRA = {k: OTHER_REDUCTIONS[k] for k in _EXTRA}
 

@@ -403,27 +403,3 @@ from .functional_loss import *  # noqa: F401,F403,E402  (loss functions)
 from .functional_attention import *  # noqa: F401,F403,E402  (attention functions)
 from .functional_conv import *  # noqa: F401,F403,E402  (convolution, pooling, resampling)
 from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gumbel_softmax)
-
-
-# ---- what the compiler's tracer records as one call ----
-# These functions of functional_conv.py run kernels that are not ops of the registry
-# (convolutions, pooling, resampling), so a tracer records each call whole rather than what
-# happens inside it; the convolution kernels (forward, and the two adjoints its backward
-# calls) are recorded as calls, and what surrounds them (bias, batching) op by op. The other
-# files wrap such functions where they define them (embedding_bag, ctc_loss, ...); the
-# functions of functional_conv.py are wrapped here, in its module and in this namespace,
-# until they are wrapped at their definitions too.
-from . import functional_conv as _conv  # noqa: E402
-from ..dispatch import with_mode_seam as _seam  # noqa: E402
-
-for _name in ("_conv", "_conv_tr", "_conv_wgrad", "_max_pool_select", "_tap_gather",
-              "_tap_scatter", "_max_pool_indices"):
-    setattr(_conv, _name, _seam("F" + _name, getattr(_conv, _name)))
-for _name in ("unfold", "fold", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-              "adaptive_max_pool1d", "adaptive_max_pool2d", "adaptive_max_pool3d",
-              "max_unpool1d", "max_unpool2d", "interpolate", "upsample", "upsample_nearest",
-              "upsample_bilinear", "pad", "grid_sample", "affine_grid", "pixel_shuffle",
-              "pixel_unshuffle"):
-    globals()[_name] = _fn = _seam("F." + _name, getattr(_conv, _name))
-    setattr(_conv, _name, _fn)
-del _name, _fn

@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..dispatch import wrap
+from ..dispatch import wrap, with_mode_seam
 from ..ops.matmul import record_fn
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _col2im, _crop, _out_size,
@@ -231,6 +231,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
                            "must be at least one.")
     r = _unfold_op(x, ks, dil, pads, stride)
     return r if batched else r.squeeze(0)
+unfold = with_mode_seam("F.unfold", unfold)  # traced as one call
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
@@ -256,3 +257,4 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
                            f"input.size(2)={x.shape[2]}.")
     r = _fold_op(x, size, ks, dil, pads, stride)
     return r if batched else r.squeeze(0)
+fold = with_mode_seam("F.fold", fold)  # traced as one call

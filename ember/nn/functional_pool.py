@@ -290,6 +290,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Mean over sliding windows of (N, C, L)."""
     return _avg_poolnd(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, None)
+avg_pool1d = with_mode_seam("F.avg_pool1d", avg_pool1d)  # traced as one call
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -297,6 +298,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Mean over sliding windows of (N, C, H, W) (or sum / `divisor_override`)."""
     return _avg_poolnd(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
+avg_pool2d = with_mode_seam("F.avg_pool2d", avg_pool2d)  # traced as one call
 
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
@@ -304,6 +306,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if _amp.autocast_enabled: return _amp_fp32(avg_pool3d, **locals())
     return _avg_poolnd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
+avg_pool3d = with_mode_seam("F.avg_pool3d", avg_pool3d)  # traced as one call
 
 
 # ---- adaptive pooling ---------------------------------------------------------------------
@@ -399,16 +402,19 @@ def _adaptive_max(nd, name, input, output_size, return_indices):
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     return _adaptive_max(1, "adaptive_max_pool1d", input, output_size, return_indices)
+adaptive_max_pool1d = with_mode_seam("F.adaptive_max_pool1d", adaptive_max_pool1d)
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     """Max over near-equal windows giving (N, C, *output_size)."""
     return _adaptive_max(2, "adaptive_max_pool2d", input, output_size, return_indices)
+adaptive_max_pool2d = with_mode_seam("F.adaptive_max_pool2d", adaptive_max_pool2d)
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     if _amp.autocast_enabled: return _amp_fp32(adaptive_max_pool3d, **locals())
     return _adaptive_max(3, "adaptive_max_pool3d", input, output_size, return_indices)
+adaptive_max_pool3d = with_mode_seam("F.adaptive_max_pool3d", adaptive_max_pool3d)
 
 
 def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size):
@@ -446,9 +452,11 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     if _amp.autocast_enabled: return _amp_fp32(max_unpool1d, **locals())
     return _max_unpoolnd(1, input, indices, kernel_size, stride, padding, output_size)
+max_unpool1d = with_mode_seam("F.max_unpool1d", max_unpool1d)  # traced as one call
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value of a max_pool2d output at its index in a zero (N, C, H, W) tensor."""
     if _amp.autocast_enabled: return _amp_fp32(max_unpool2d, **locals())
     return _max_unpoolnd(2, input, indices, kernel_size, stride, padding, output_size)
+max_unpool2d = with_mode_seam("F.max_unpool2d", max_unpool2d)  # traced as one call

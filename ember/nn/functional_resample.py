@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 import ember
-from ..dispatch import wrap
+from ..dispatch import wrap, with_mode_seam
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 from .functional_pool import _adaptive_avg, _along
 
@@ -144,18 +144,22 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         m = build(in_size[i], out[i], align_corners, scales[i])
         x = _along(x, dim, wrap(m.astype(x.dtype.np), x.dtype))
     return x
+interpolate = with_mode_seam("F.interpolate", interpolate)  # traced as one call
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     return interpolate(input, size, scale_factor, mode, align_corners)
+upsample = with_mode_seam("F.upsample", upsample)  # traced as one call
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="nearest")
+upsample_nearest = with_mode_seam("F.upsample_nearest", upsample_nearest)  # traced as one call
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+upsample_bilinear = with_mode_seam("F.upsample_bilinear", upsample_bilinear)  # traced as one call
 
 
 # ---- pad ----------------------------------------------------------------------------------
@@ -235,6 +239,7 @@ def pad(input, pad, mode="constant", value=None):
         idx = _pad_index(n, lo, hi, mode)
         x = x.index_select(d, wrap(idx.astype(np.int64), ember.int64))
     return x
+pad = with_mode_seam("F.pad", pad)  # traced as one call
 
 
 # ---- pixel shuffle ------------------------------------------------------------------------
@@ -255,6 +260,7 @@ def pixel_shuffle(input, upscale_factor):
     x = input.reshape(*lead, c // (r * r), r, r, h, w)
     x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
     return x.reshape(*lead, c // (r * r), h * r, w * r)
+pixel_shuffle = with_mode_seam("F.pixel_shuffle", pixel_shuffle)  # traced as one call
 
 
 def pixel_unshuffle(input, downscale_factor):
@@ -274,6 +280,7 @@ def pixel_unshuffle(input, downscale_factor):
     x = input.reshape(*lead, c, h // r, r, w // r, r)
     x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
     return x.reshape(*lead, c * r * r, h // r, w // r)
+pixel_unshuffle = with_mode_seam("F.pixel_unshuffle", pixel_unshuffle)  # traced as one call
 
 
 # ---- affine_grid / grid_sample ------------------------------------------------------------
@@ -312,6 +319,7 @@ def affine_grid(theta, size, align_corners=None):
         return (base.reshape(1, d * h * w, 4) @ theta.transpose(1, 2)).reshape(n, d, h, w, 3)
     raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
                               f"transforms, respectively. Got size {size}.")
+affine_grid = with_mode_seam("F.affine_grid", affine_grid)  # traced as one call
 
 
 def _unnormalize(c, n, align_corners):
@@ -379,3 +387,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         out = (tap(y0, x0, (1 - fx) * (1 - fy)) + tap(y0, x0 + 1, fx * (1 - fy))
                + tap(y0 + 1, x0, (1 - fx) * fy) + tap(y0 + 1, x0 + 1, fx * fy))
     return out.reshape(n, c, ho, wo)
+grid_sample = with_mode_seam("F.grid_sample", grid_sample)  # traced as one call

@@ -51,7 +51,8 @@ ALLOWLIST = {
     ("ember.ops.matmul", "ember.amp.policy"): _AMP,
     ("ember.ops.nn_attention_ops", "ember.amp.policy"): _AMP,
     ("ember.ops.nn_loss_ops", "ember.amp.policy"): _AMP,
-    ("ember.nn.functional_attention", "ember.nn.functional"): _SIBLING + " (linear, softmax, dropout)",
+    ("ember.nn.functional_attention", "ember.nn.functional"):
+        _SIBLING + " (linear, softmax, dropout)",
     ("ember.nn.functional_loss", "ember.nn.functional"): _SIBLING + " (pairwise_distance)",
     ("ember.nn.functional", "ember"): _NAMESPACE,
     ("ember.nn.functional_attention", "ember"): _NAMESPACE,

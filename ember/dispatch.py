@@ -296,6 +296,32 @@ def make_pointwise(op):
     return function, inplace
 
 
+# ---- autocast: an op's OpDef.amp policy, applied around its function ----
+# ember/amp (which sits above dispatch) fills both slots when it is imported:
+# autocast_hook(op, fn, args, kwargs) casts the arguments per op.amp and calls fn;
+# autocast_args(op, *tensors) only casts (for hand-written fronts that check autocast
+# themselves, as they check the mode stack: matmul, the composites).
+autocast_hook = None
+autocast_args = None
+
+
+def with_autocast(op, fn):
+    """`fn` behind op's autocast policy: inside an autocast region the arguments are cast
+    per `op.amp` first (the registry wraps every op that declares one). The wrapper keeps
+    `fn`'s name (the tracer records it) and whether `fn` checks the mode stack itself."""
+    def autocast_wrapper(*args, **kwargs):
+        if state.autocast_enabled:
+            return autocast_hook(op, fn, args, kwargs)
+        return fn(*args, **kwargs)
+    autocast_wrapper.__name__ = getattr(fn, "__name__", op.name)
+    autocast_wrapper.__qualname__ = autocast_wrapper.__name__
+    autocast_wrapper.__doc__ = getattr(fn, "__doc__", None)
+    autocast_wrapper.__wrapped__ = fn
+    if getattr(fn, "_dispatches", False):
+        autocast_wrapper._dispatches = True
+    return autocast_wrapper
+
+
 # ---- the mode seam: tracing, profiling, autocast-like interceptors ----
 def with_mode_seam(op, fn):
     """Wrap a hand-written op so that every call passes the mode check: the one place a

@@ -1,17 +1,20 @@
 """Which dtype each op runs in under ``ember.autocast`` (PyTorch's CPU autocast op lists).
 
-Listed ops call one of these at the top of their public function, behind one attribute check
-so the disabled path costs nothing more::
+An op's policy is its OpDef's `amp` field: LOWER_PRECISION (matmul, bmm, addmm, einsum when
+it contracts, sdpa, ...): floating inputs other than float64 are cast to the autocast dtype;
+FP32 (prod, quantile, trace, cdist, nll_loss, cross_entropy, ...): they are cast to float32
+and the op runs with autocast off (so its inner ops stay float32, as PyTorch runs the op's
+kernel with autocast excluded); None: the op runs in the promoted dtype of its inputs. The
+registry publishes such ops behind `dispatch.with_autocast`, which calls `apply_policy`
+here only inside an autocast region (one attribute check otherwise); hand-written fronts
+that check the mode stack themselves (matmul, the composites) call it, or `cast_args`, from
+their own first lines.
+
+The functions of nn.functional and ember.linalg that have no OpDef yet keep the older form,
+one inline line each, with the names in the two sets below::
 
     if state.autocast_enabled: input, weight = cast_inputs("linear", input, weight)
     if state.autocast_enabled: return run_fp32(mse_loss, input, target, ...)
-
-* lower-precision ops (matmul, mm, bmm, addmm, linear, conv*, prelu, sdpa, ...): floating
-  inputs other than float64 are cast to the autocast dtype;
-* float32 ops (losses, linalg decompositions, cdist, prod, ...): floating inputs other than
-  float64 are cast to float32 and the op runs with autocast off (so its inner ops stay
-  float32, as PyTorch runs the op's kernel with autocast excluded);
-* every other op is untouched: it runs in the promoted dtype of its inputs.
 
 The casts are ordinary differentiable ``.to(dtype)`` calls, so gradients flow back to the
 inputs in their own dtype. Casts of leaf tensors that require grad (parameters) are cached
@@ -23,19 +26,20 @@ import threading
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..autograd.grad_mode import state
+from .. import dispatch
+from ..ops.registry import LOWER_PRECISION as LOWER_PRECISION_POLICY, FP32 as FP32_POLICY
 
+# the functions of nn.functional and ember.linalg that apply their policy inline
 LOWER_PRECISION = frozenset((
-    "conv1d", "conv2d", "conv3d", "bmm", "mm", "linalg_vecdot", "baddbmm", "addmm", "addbmm",
-    "linear", "matmul", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "prelu",
-    "scaled_dot_product_attention", "einsum",
+    "conv1d", "conv2d", "conv3d", "linalg_vecdot", "linear", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "prelu",
 ))
 
 FP32 = frozenset((
-    "avg_pool3d", "binary_cross_entropy", "grid_sample", "prod", "quantile", "nanquantile",
-    "cdist", "trace", "cholesky", "inverse", "pinverse", "max_pool3d", "max_unpool1d",
+    "avg_pool3d", "binary_cross_entropy", "grid_sample", "max_pool3d", "max_unpool1d",
     "max_unpool2d", "max_unpool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
-    "reflection_pad", "replication_pad", "mse_loss", "cosine_embedding_loss", "nll_loss",
-    "hinge_embedding_loss", "poisson_nll_loss", "smooth_l1_loss", "cross_entropy", "l1_loss",
+    "reflection_pad", "replication_pad", "mse_loss", "cosine_embedding_loss",
+    "hinge_embedding_loss", "poisson_nll_loss", "smooth_l1_loss", "l1_loss",
     "huber_loss", "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss",
     "multi_margin_loss", "ctc_loss", "kl_div", "multilabel_margin_loss",
     "binary_cross_entropy_with_logits", "linalg_cholesky", "linalg_inv", "linalg_solve",
@@ -81,11 +85,11 @@ def cast_inputs(op_name, *tensors):
     return out[0] if len(out) == 1 else out
 
 
-def _cast_tree(v):
+def _cast_tree(v, dtype=D.float32):
     if isinstance(v, Tensor):
-        return _cast(v, D.float32)
+        return _cast(v, dtype)
     if isinstance(v, (list, tuple)) and any(isinstance(x, Tensor) for x in v):
-        return type(v)(_cast_tree(x) for x in v)
+        return type(v)(_cast_tree(x, dtype) for x in v)
     return v
 
 
@@ -101,12 +105,36 @@ def run_fp32(fn, *args, **kwargs):
         state.autocast_enabled = True
 
 
-def einsum_contracts(equation):
-    """True when einsum sums a letter shared by two operands (PyTorch computes it with bmm,
-    a lower-precision op); elementwise products and one-operand reductions are not cast."""
-    lhs, arrow, rhs = equation.replace(" ", "").replace(".", "").partition("->")
-    terms = lhs.split(",")
-    if not arrow:
-        seen = "".join(terms)
-        rhs = "".join(c for c in seen if seen.count(c) == 1)
-    return any(sum(c in t for t in terms) > 1 and c not in rhs for c in set("".join(terms)))
+def _policy(op, args, kwargs):
+    return op.amp(args, kwargs) if callable(op.amp) else op.amp
+
+
+def apply_policy(op, fn, args, kwargs):
+    """Run `fn` (the function of OpDef `op`) inside an autocast region by `op.amp`: a policy
+    name, or a function of (args, kwargs) giving one (None: leave the call as it is).
+    LOWER_PRECISION casts floating tensor arguments (not `out`) to the autocast dtype; FP32
+    runs `run_fp32`."""
+    policy = _policy(op, args, kwargs)
+    if policy == FP32_POLICY:
+        return run_fp32(fn, *args, **kwargs)
+    if policy == LOWER_PRECISION_POLICY:
+        dtype = state.autocast_dtype
+        args = [_cast_tree(a, dtype) for a in args]
+        kwargs = {k: v if k == "out" else _cast_tree(v, dtype) for k, v in kwargs.items()}
+    return fn(*args, **kwargs)
+
+
+def cast_args(op, *tensors):
+    """`tensors` cast by `op.amp` (LOWER_PRECISION: the autocast dtype; FP32: float32);
+    returns a tuple, or the single value when one was given."""
+    policy = _policy(op, tensors, {})
+    dtype = state.autocast_dtype if policy == LOWER_PRECISION_POLICY else \
+        D.float32 if policy == FP32_POLICY else None
+    out = tensors if dtype is None else tuple(_cast_tree(t, dtype) for t in tensors)
+    return out[0] if len(out) == 1 else out
+
+
+# the registry wraps every op with an `amp` policy in dispatch.with_autocast, which calls
+# autocast_hook; matmul and the composites call autocast_args from their own fronts
+dispatch.autocast_hook = apply_policy
+dispatch.autocast_args = cast_args

@@ -12,9 +12,7 @@ from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .registry import OpDef, EXTERN, COMPOSITE, register
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
-from ..amp.policy import einsum_contracts
+from .registry import OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, register
 # the matmul family, re-exported: code imports these names from here
 from .matmul import (LOWP, FnNode, record_fn, finish, _out, kernel_array,  # noqa: F401
                      matmul, mm, bmm, mv, dot, vdot, outer, addmm, addmv, addbmm, baddbmm,
@@ -101,7 +99,6 @@ def einsum(equation, *operands):
     repeated subscripts (diagonals). Operands come as varargs or as one list."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
-    if _amp.autocast_enabled and einsum_contracts(equation): operands = _amp_cast("einsum", *operands)  # noqa: E501
     for t in operands[1:]:
         if t.dtype is not operands[0].dtype:
             raise RuntimeError(f"expected scalar type {torch_name(operands[0].dtype)} but found "
@@ -270,7 +267,6 @@ def kron(input, other, *, out=None):
 
 def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integer inputs give int64)."""
-    if _amp.autocast_enabled: return _amp_fp32(trace, **locals())
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
     return input.diagonal().sum()
@@ -356,7 +352,6 @@ def cross(input, other, dim=None, *, out=None):
 
 def cdist(x1, x2, p=2.0, compute_mode=None):
     """p-norm distances between the rows of x1 (..., P, M) and of x2 (..., R, M)."""
-    if _amp.autocast_enabled: return _amp_fp32(cdist, **locals())
     if x1.dim() < 2 or x2.dim() < 2:
         bad, t = ("X1", x1) if x1.dim() < 2 else ("X2", x2)
         raise RuntimeError(f"cdist only supports at least 2D tensors, {bad} got: {t.dim()}D")
@@ -373,8 +368,28 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return vector_norm(diff, p, dim=-1)
 
 
-for _f in (kron, trace, diag, diag_embed, diagflat, cross):
+for _f in (kron, diag, diag_embed, diagflat, cross):
     register(OpDef(_f.__name__, EXTERN), _f)
 register(OpDef("ger", EXTERN), lambda input, vec2: outer(input, vec2), names=("ger",))
-for _f in (einsum, tensordot, cdist):
-    register(OpDef(_f.__name__, COMPOSITE, method=False), _f)
+register(OpDef("tensordot", COMPOSITE, method=False), tensordot)
+# autocast: trace and cdist run in float32; einsum in the lower precision when it contracts
+trace = register(OpDef("trace", EXTERN, amp=FP32), trace)
+cdist = register(OpDef("cdist", COMPOSITE, method=False, amp=FP32), cdist)
+
+
+def einsum_contracts(equation):
+    """True when einsum sums a letter shared by two operands (PyTorch computes it with bmm,
+    a lower-precision op); elementwise products and one-operand reductions are not cast."""
+    lhs, arrow, rhs = equation.replace(" ", "").replace(".", "").partition("->")
+    terms = lhs.split(",")
+    if not arrow:
+        seen = "".join(terms)
+        rhs = "".join(c for c in seen if seen.count(c) == 1)
+    return any(sum(c in t for t in terms) > 1 and c not in rhs for c in set("".join(terms)))
+
+
+def _einsum_amp(args, kwargs):
+    return LOWER_PRECISION if einsum_contracts(args[0]) else None
+
+
+einsum = register(OpDef("einsum", COMPOSITE, method=False, amp=_einsum_amp), einsum)

@@ -14,11 +14,11 @@ import numpy as np
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
+from .. import dispatch
 from ..dispatch import with_mode_seam, wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, EXTERN, register
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from .registry import OpDef, EXTERN, LOWER_PRECISION, register
 
 LOWP = (D.float16, D.bfloat16)
 
@@ -129,7 +129,7 @@ def _mm_other_grad(g, self, other):
 
 _MM_GRADS = {"self": _mm_self_grad, "other": _mm_other_grad}
 _MATMUL = OpDef("matmul", EXTERN, inputs=("self", "other"), grads=_MM_GRADS,
-                node_name="MmBackward0")
+                node_name="MmBackward0", amp=LOWER_PRECISION)
 _BMM = OpDef("bmm", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
 _MV = OpDef("mv", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
 _DOT = OpDef("dot", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
@@ -169,7 +169,8 @@ def matmul(input, other, *, out=None):
     # the mode check is made here (matmul._dispatches), so `a @ b` costs one call
     if state.modes:
         return call_mode(_MATMUL, matmul, (input, other), {} if out is None else {"out": out})
-    if _amp.autocast_enabled: input, other = _amp_cast("matmul", input, other)
+    if state.autocast_enabled:    # matmul._autocasts: _MATMUL.amp is applied here
+        input, other = dispatch.autocast_args(_MATMUL, input, other)
     if (out is None and isinstance(input, Tensor) and isinstance(other, Tensor)
             and input.dtype is other.dtype and input.dtype in _FAST_MATMUL
             and input._data.ndim >= 2 and other._data.ndim >= 2):
@@ -221,7 +222,6 @@ def _same_dtype_scalar(a, b):
 
 def bmm(input, mat2, *, out=None):
     """Batched matrix product of (b, n, m) and (b, m, p) tensors (no broadcasting)."""
-    if _amp.autocast_enabled: input, mat2 = _amp_cast("bmm", input, mat2)
     for name, t in (("batch1", input), ("batch2", mat2)):
         if t.dim() != 3:
             raise RuntimeError(f"{name} must be a 3D tensor")
@@ -354,7 +354,6 @@ def _add_product(name, input, a, b, beta, alpha, prod_shape, out):
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * (mat1 @ mat2)``; input broadcasts to the product's shape."""
-    if _amp.autocast_enabled: input, mat1, mat2 = _amp_cast("addmm", input, mat1, mat2)
     for name, t in (("mat1", mat1), ("mat2", mat2)):
         if t.dim() != 2:
             raise RuntimeError(f"{name} must be a matrix, got {t.dim()}-D tensor")
@@ -383,7 +382,6 @@ def _batch_checks(b1, b2):
 
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * sum_b batch1[b] @ batch2[b]``."""
-    if _amp.autocast_enabled: input, batch1, batch2 = _amp_cast("addbmm", input, batch1, batch2)
     _batch_checks(batch1, batch2)
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError(f"batch1 and batch2 must have same number of batches, got "
@@ -397,7 +395,6 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
     """``beta * input + alpha * bmm(batch1, batch2)``."""
-    if _amp.autocast_enabled: input, batch1, batch2 = _amp_cast("baddbmm", input, batch1, batch2)
     _batch_checks(batch1, batch2)
     b, n, m = batch1.shape
     if tuple(batch2.shape[:2]) != (b, m):
@@ -408,11 +405,16 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 
-matmul._dispatches = True
+matmul._dispatches = matmul._autocasts = True
 register(_MATMUL, matmul)
 register(OpDef("mm", EXTERN), mm)
-for _f in (bmm, mv, dot, vdot, outer, addmm, addmv, addbmm, baddbmm):
+for _f in (mv, dot, vdot, outer, addmv):
     register(OpDef(_f.__name__, EXTERN), _f)
+# autocast runs these in its lower-precision dtype (registered behind OpDef.amp)
+bmm = register(OpDef("bmm", EXTERN, amp=LOWER_PRECISION), bmm)
+addmm = register(OpDef("addmm", EXTERN, amp=LOWER_PRECISION), addmm)
+addbmm = register(OpDef("addbmm", EXTERN, amp=LOWER_PRECISION), addbmm)
+baddbmm = register(OpDef("baddbmm", EXTERN, amp=LOWER_PRECISION), baddbmm)
 
 
 # ---- linear: one op, so its weight gradient comes out in the weight's own layout ----------

@@ -12,10 +12,11 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
+from .. import dispatch
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast
+from .registry import LOWER_PRECISION
 from .nn_ops import E, FLOATS, FusedKernel, composite, under_mode, softmax
 
 
@@ -94,7 +95,7 @@ def _sdpa_decomp(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
 # itself is recorded (create_graph), so double backward sees their dependence on Q and K.
 # It is one joint formula: dQ and dK share dS, and all three share P.
 def _fast_ok(q, k, v):
-    if _amp.autocast_enabled:
+    if state.autocast_enabled:
         return False
     if not (isinstance(q, Tensor) and isinstance(k, Tensor) and isinstance(v, Tensor)):
         return False
@@ -199,7 +200,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     keys. A boolean `attn_mask` marks the positions allowed to attend (True = keep); a float
     mask is added. `is_causal` applies a lower-triangular mask. `enable_gqa` repeats the
     key/value heads (dim -3) to match the query heads."""
-    if _amp.autocast_enabled: query, key, value, attn_mask = _amp_cast("scaled_dot_product_attention", query, key, value, attn_mask)  # noqa: E501,E701
+    if state.autocast_enabled:    # SDPA.amp: the lower precision
+        query, key, value, attn_mask = dispatch.autocast_args(SDPA, query, key, value, attn_mask)
     if state.modes:
         return under_mode(SDPA, scaled_dot_product_attention,
                           (query, key, value, attn_mask, dropout_p, is_causal, scale,
@@ -224,4 +226,5 @@ SDPA = composite("scaled_dot_product_attention", scaled_dot_product_attention, _
                  attrs={"scale": 1.0, "is_causal": False, "attn": None},
                  grads={("query", "key", "value"): _sdpa_grads},
                  node_name="ScaledDotProductAttentionBackward0", function=False,
+                 amp=LOWER_PRECISION,
                  method=False)

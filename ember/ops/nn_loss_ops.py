@@ -17,10 +17,11 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
+from .. import dispatch
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from ..amp.policy import state as _amp, run_fp32 as _amp_fp32
+from .registry import FP32
 from .nn_ops import E, FLOATS, composite, under_mode, decomposing, softmax, log_softmax, \
     one_hot
 
@@ -110,7 +111,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """``-input[n, target[n]] * weight[target[n]]``; input is (N, C, d1, ...) or (C,) of
     log-probabilities. 'mean' divides by the summed weights of the non-ignored targets."""
-    if _amp.autocast_enabled: return _amp_fp32(nll_loss, **locals())  # noqa: E701
+    if state.autocast_enabled:    # NLL_LOSS.amp: float32
+        return dispatch.autocast_hook(NLL_LOSS, nll_loss, (), dict(locals()))
     if state.modes:
         return under_mode(NLL_LOSS, nll_loss, (input, target, weight, size_average,
                                                ignore_index, reduce, reduction))
@@ -118,7 +120,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
                             reduction)
 
 
-NLL_LOSS = composite("nll_loss", nll_loss, _nll_loss_decomp, function=False, method=False)
+NLL_LOSS = composite("nll_loss", nll_loss, _nll_loss_decomp, function=False, method=False,
+                     amp=FP32)
 
 
 # ---- cross_entropy ----------------------------------------------------------------------
@@ -238,7 +241,8 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """``nll_loss(log_softmax(input, class dim), target)`` for class-index targets, or
     ``-sum(target * log_softmax(input))`` for class-probability targets; `label_smoothing`
     mixes the targets with the uniform distribution."""
-    if _amp.autocast_enabled: return _amp_fp32(cross_entropy, **locals())  # noqa: E701
+    if state.autocast_enabled:    # CROSS_ENTROPY.amp: float32
+        return dispatch.autocast_hook(CROSS_ENTROPY, cross_entropy, (), dict(locals()))
     if state.modes:
         return under_mode(CROSS_ENTROPY, cross_entropy,
                           (input, target, weight, size_average, ignore_index, reduce,
@@ -251,7 +255,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
                                       label_smoothing)
 
 
-CROSS_ENTROPY = composite("cross_entropy", cross_entropy, _cross_entropy_decomp,
+CROSS_ENTROPY = composite("cross_entropy", cross_entropy, _cross_entropy_decomp, amp=FP32,
                           fused=_cross_entropy_fast, inputs=("self", "target"),
                           attrs={"lse": None, "ignore_index": -100, "reduction": "mean",
                                  "count": 1},

@@ -25,7 +25,6 @@ from ..core.tensor import Tensor
 from ..dispatch import wrap
 from ..autograd.grad_mode import state, call_mode, no_grad
 from ..autograd import graph
-from ..amp.policy import state as _amp
 from .registry import OpDef, COMPOSITE, FUNCTIONS, register
 from .pointwise_math import _erf_kernel
 from .joining import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
@@ -65,9 +64,10 @@ E = _Ember()
 
 def composite(name, fn, decomp, **fields):
     """Register `fn`, the choice function, as the COMPOSITE op `name`. It checks the mode
-    stack itself, so the registry does not wrap it again."""
+    stack itself, and applies its autocast policy (`amp=`) itself with
+    dispatch.autocast_hook / autocast_args, so the registry does not wrap it again."""
     op = OpDef(name, COMPOSITE, decomp=decomp, **fields)
-    fn._dispatches = True
+    fn._dispatches = fn._autocasts = True
     register(op, fn)
     return op
 
@@ -236,7 +236,7 @@ def gelu(input, approximate="none"):
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
     if state.modes:
         return under_mode(GELU, gelu, (input, approximate))
-    if approximate == "none" and not _amp.autocast_enabled and isinstance(input, Tensor) \
+    if approximate == "none" and not state.autocast_enabled and isinstance(input, Tensor) \
             and input.dtype in FLOATS:
         return _gelu_fast(input)
     return _gelu_decomp(input, approximate)
@@ -385,7 +385,7 @@ def _layer_norm_fast(input, weight, bias, dims, eps):
 
 
 def _layer_norm_fast_ok(input, weight, bias, shape):
-    if _amp.autocast_enabled or not isinstance(input, Tensor) or \
+    if state.autocast_enabled or not isinstance(input, Tensor) or \
             input.dtype not in FLOATS or not input._data.size:
         return False
     for p in (weight, bias):

@@ -14,12 +14,11 @@ from ..core import dtype as D
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, REDUCTION, register
+from .registry import OpDef, REDUCTION, FP32, register
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
                             reduced_count, kernel_dtype, multi_output, grad_at, write_out,
                             reduce_result as _reduce, sum_dtype as _sum_dtype)
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 INF = math.inf
 
@@ -159,7 +158,6 @@ _PROD_DIM = OpDef("prod_dim", REDUCTION, attrs=_PROD.attrs, grads=_PROD.grads,
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Product of all elements, or along one `dim` (an int, as in PyTorch)."""
-    if _amp.autocast_enabled: return _amp_fp32(prod, **locals())
     if dim is not None and not isinstance(dim, int):
         raise TypeError(f"prod() received an invalid combination of arguments - got (Tensor, "
                         f"{type(dim).__name__}), but expected one of: (Tensor input, *, dtype) "
@@ -375,8 +373,9 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 
 
 _LOWER = {sum: _lw.SUM, mean: _lw.MEAN, var: _lw.VAR}   # how fused kernels reduce a row
-for _f in (sum, mean, nansum, nanmean, prod, all, any, count_nonzero, var, std, logsumexp):
+for _f in (sum, mean, nansum, nanmean, all, any, count_nonzero, var, std, logsumexp):
     register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
+prod = register(OpDef("prod", REDUCTION, amp=FP32), prod)     # autocast: in float32
 for _f in (var_mean, std_mean):
     register(OpDef(_f.__name__, REDUCTION, method=False), _f)
 register(OpDef("sum_to_size", REDUCTION, function=False), sum_to_size)

@@ -8,6 +8,12 @@ installs it as `ember.<name>`, as the Tensor method and as the in-place `<name>_
 """
 import inspect
 
+from ..dispatch import with_autocast
+
+# autocast policies (OpDef.amp): run in the autocast dtype, or in float32 with autocast off
+LOWER_PRECISION = "lower_precision"
+FP32 = "fp32"
+
 POINTWISE = "pointwise"
 REDUCTION = "reduction"
 VIEW = "view"
@@ -114,7 +120,12 @@ def _camel(name):
 
 
 def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
-    """Record `op` and publish its callable under its function and method names."""
+    """Record `op` and publish its callable under its function and method names. An op with
+    an autocast policy (`amp`) is published behind it (dispatch.with_autocast): the caller
+    binds the returned function to the op's name (``matmul = register(_MATMUL, matmul)``)."""
+    if op.amp is not None and not getattr(fn, "_autocasts", False):
+        fn.__name__ = op.name
+        fn = with_autocast(op, fn)
     OPS[op.name] = op
     op.fn = fn
     if op.lower is not None and op.lower.prim is None:

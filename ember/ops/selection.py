@@ -15,12 +15,11 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
-from .registry import OpDef, REDUCTION, register
+from .registry import OpDef, REDUCTION, FP32, register
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, restore, LOWP, selecting_op,
                             select_values, index_tensor, multi_output, grad_at, write_out,
                             take_along)
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 
 def _sortable(a, dt):
@@ -381,17 +380,17 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """The q-th quantiles along `dim` (or of all elements); NaN where a slice has a NaN."""
-    if _amp.autocast_enabled: return _amp_fp32(quantile, **locals())
     return write_out(out, _quantile("quantile", input, q, dim, keepdim, interpolation, False))
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):
     """Like `quantile`, ignoring NaN."""
-    if _amp.autocast_enabled: return _amp_fp32(nanquantile, **locals())
     return write_out(out, _quantile("nanquantile", input, q, dim, keepdim, interpolation, True))
 
 
 _LOWER = {amax: _lw.AMAX, amin: _lw.AMIN}   # how fused kernels reduce a row
-for _f in (max, min, amax, amin, aminmax, argmax, argmin, median, nanmedian, kthvalue, mode,
-           quantile, nanquantile):
+for _f in (max, min, amax, amin, aminmax, argmax, argmin, median, nanmedian, kthvalue, mode):
     register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
+# autocast runs the quantiles in float32
+quantile = register(OpDef("quantile", REDUCTION, amp=FP32), quantile)
+nanquantile = register(OpDef("nanquantile", REDUCTION, amp=FP32), nanquantile)

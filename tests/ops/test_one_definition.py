@@ -21,8 +21,6 @@ EMBER = os.path.dirname(ember.__file__)
 
 # (file relative to ember/, enclosing definition or assigned name): why it is still there
 KNOWN = {
-    ("amp/policy.py", "LOWER_PRECISION"): "autocast policy: moves onto OpDef.amp (issue 13)",
-    ("amp/policy.py", "FP32"): "autocast policy: moves onto OpDef.amp (issue 13)",
     ("nn/functional_embedding.py", "embedding_bag"): "embedding_bag's mode names, not ops",
 }
 

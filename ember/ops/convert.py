@@ -11,7 +11,7 @@ from ..core import strides as S
 from ..dispatch import wrap, torch_name, checked_scalar, check_overlap
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, COMPOSITE, POINTWISE, VIEW, register, METHODS
+from .registry import OpDef, COMPOSITE, POINTWISE, VIEW, register, register_each, METHODS
 
 _TO_COPY = OpDef("_to_copy", POINTWISE, attrs={"dtype": None},
                  grads={"self": lambda g, dtype: g.to(dtype)}, node_name="ToCopyBackward0")
@@ -179,9 +179,8 @@ def zero_(self):
 
 # kind VIEW: each may return its input itself (same dtype, already contiguous), so the
 # compiler treats the result as sharing the input's memory; recomputing them saves nothing
-for _f in (to, type_as, contiguous):
-    register(OpDef(_f.__name__, VIEW, function=False, recompute=False), _f)
-register(OpDef("clone", COMPOSITE), clone)
+register_each(globals(), VIEW, (to, type_as, contiguous), function=False, recompute=False)
+clone = register(OpDef("clone", COMPOSITE), clone)
 METHODS["type"] = type_
 METHODS["copy_"] = copy_
 METHODS["fill_"] = fill_

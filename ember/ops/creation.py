@@ -17,7 +17,7 @@ from ..core import tensor as _tensor_module
 from numpy.lib.stride_tricks import as_strided as _as_strided
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
-from .registry import OpDef, CREATION, register, METHODS
+from .registry import OpDef, CREATION, register, register_each, METHODS
 
 
 def _infer_dtype(data):
@@ -442,10 +442,9 @@ def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=F
     return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
 
 
-for _f in (tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, empty, empty_strided, full,
-           zeros_like,
-           ones_like, empty_like, full_like, arange, linspace, logspace, eye):
-    register(OpDef(_f.__name__, CREATION, method=False), _f)
-register(OpDef("range", CREATION, method=False), range_, names=("range",))
-for _f in (new_tensor, new_zeros, new_ones, new_empty, new_full):
-    register(OpDef(_f.__name__, CREATION, function=False), _f)
+register_each(globals(), CREATION, (
+    tensor, as_tensor, from_numpy, from_dlpack, zeros, ones, empty, empty_strided, full,
+    zeros_like, ones_like, empty_like, full_like, arange, linspace, logspace, eye), method=False)
+range_ = register(OpDef("range", CREATION, method=False), range_, names=("range",))
+register_each(globals(), CREATION, (
+    new_tensor, new_zeros, new_ones, new_empty, new_full), function=False)

@@ -224,5 +224,5 @@ def setitem(self, index, value):
 
 
 # basic indexing returns a view: the compiler treats every result as sharing self's memory
-register(OpDef("__getitem__", VIEW, function=False, recompute=False), getitem)
+getitem = register(OpDef("__getitem__", VIEW, function=False, recompute=False), getitem)
 METHODS["__setitem__"] = setitem

@@ -13,7 +13,7 @@ from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, COMPOSITE, EXTERN, register, METHODS
+from .registry import OpDef, COMPOSITE, EXTERN, register, register_each, METHODS
 from .linalg import finish, _out
 
 
@@ -503,16 +503,16 @@ def ravel(input):
     return input.reshape(-1)
 
 
-register(OpDef("cat", COMPOSITE, method=False), cat, names=("cat", "concat", "concatenate"))
-register(OpDef("stack", COMPOSITE, method=False), stack)
-for _f in (hstack, vstack, dstack, column_stack, broadcast_tensors, meshgrid, atleast_1d,
-           atleast_2d, atleast_3d, tril_indices, triu_indices):
-    register(OpDef(_f.__name__, COMPOSITE, method=False), _f)
+cat = register(OpDef("cat", COMPOSITE, method=False), cat, names=("cat", "concat", "concatenate"))
+stack = register(OpDef("stack", COMPOSITE, method=False), stack)
+register_each(globals(), COMPOSITE, (
+    hstack, vstack, dstack, column_stack, broadcast_tensors, meshgrid, atleast_1d, atleast_2d,
+    atleast_3d, tril_indices, triu_indices), method=False)
 register(OpDef("row_stack", COMPOSITE, method=False), lambda tensors, *, out=None: vstack(
     tensors, out=out), names=("row_stack",))
-for _f in (tensor_split, hsplit, vsplit, dsplit, flip, fliplr, flipud, roll, rot90, tile,
-           repeat_interleave, tril, triu, ravel):
-    register(OpDef(_f.__name__, COMPOSITE), _f)
-register(OpDef("repeat", EXTERN, function=False), repeat)
+register_each(globals(), COMPOSITE, (
+    tensor_split, hsplit, vsplit, dsplit, flip, fliplr, flipud, roll, rot90, tile,
+    repeat_interleave, tril, triu, ravel))
+repeat = register(OpDef("repeat", EXTERN, function=False), repeat)
 METHODS["tril_"] = lambda self, diagonal=0: self.copy_(tril(self, diagonal))
 METHODS["triu_"] = lambda self, diagonal=0: self.copy_(triu(self, diagonal))

@@ -12,7 +12,7 @@ from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .registry import OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, register
+from .registry import OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, register, register_each
 # the matmul family, re-exported: code imports these names from here
 from .matmul import (LOWP, FnNode, record_fn, finish, _out, kernel_array,  # noqa: F401
                      matmul, mm, bmm, mv, dot, vdot, outer, addmm, addmv, addbmm, baddbmm,
@@ -368,10 +368,9 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return vector_norm(diff, p, dim=-1)
 
 
-for _f in (kron, diag, diag_embed, diagflat, cross):
-    register(OpDef(_f.__name__, EXTERN), _f)
+register_each(globals(), EXTERN, (kron, diag, diag_embed, diagflat, cross))
 register(OpDef("ger", EXTERN), lambda input, vec2: outer(input, vec2), names=("ger",))
-register(OpDef("tensordot", COMPOSITE, method=False), tensordot)
+tensordot = register(OpDef("tensordot", COMPOSITE, method=False), tensordot)
 # autocast: trace and cdist run in float32; einsum in the lower precision when it contracts
 trace = register(OpDef("trace", EXTERN, amp=FP32), trace)
 cdist = register(OpDef("cdist", COMPOSITE, method=False, amp=FP32), cdist)

@@ -18,7 +18,7 @@ from .. import dispatch
 from ..dispatch import with_mode_seam, wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, EXTERN, LOWER_PRECISION, register
+from .registry import OpDef, EXTERN, LOWER_PRECISION, register, register_each
 
 LOWP = (D.float16, D.bfloat16)
 
@@ -406,10 +406,9 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 
 matmul._dispatches = matmul._autocasts = True
-register(_MATMUL, matmul)
-register(OpDef("mm", EXTERN), mm)
-for _f in (mv, dot, vdot, outer, addmv):
-    register(OpDef(_f.__name__, EXTERN), _f)
+matmul = register(_MATMUL, matmul)
+mm = register(OpDef("mm", EXTERN), mm)
+register_each(globals(), EXTERN, (mv, dot, vdot, outer, addmv))
 # autocast runs these in its lower-precision dtype (registered behind OpDef.amp)
 bmm = register(OpDef("bmm", EXTERN, amp=LOWER_PRECISION), bmm)
 addmm = register(OpDef("addmm", EXTERN, amp=LOWER_PRECISION), addmm)

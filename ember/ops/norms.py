@@ -152,4 +152,4 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     return write_out(out, r)
 
 
-register(OpDef("norm", REDUCTION), norm)
+norm = register(OpDef("norm", REDUCTION), norm)

@@ -128,8 +128,9 @@ def _where_method(self, condition, other):
     return where(condition, self, other)
 
 
-register(OpDef("where", POINTWISE, method=False, inputs=("condition", "input", "other"),
-              lower=Lower("({a} ? {b} : {c})", build=_lw.where_ir, np=_lw.where_np)), where)
+where = register(OpDef("where", POINTWISE, method=False, inputs=("condition", "input", "other"),
+                      lower=Lower("({a} ? {b} : {c})", build=_lw.where_ir, np=_lw.where_np)),
+                 where)
 _METHODS["where"] = _where_method
 
 
@@ -214,12 +215,14 @@ def clamp_max(input, max):
 
 
 _CLAMP_INPLACE = _METHODS.pop("_clamp_", None)
-for _n in ("clamp", "clip"):
-    register(OpDef(_n, POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max"))),
-             clamp, names=(_n,))
-    _METHODS[_n + "_"] = clamp_
-register(OpDef("clamp_min", POINTWISE), clamp_min)
-register(OpDef("clamp_max", POINTWISE), clamp_max)
+_clamp_fn = clamp
+clamp = register(OpDef("clamp", POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max"))),
+                 _clamp_fn, names=("clamp",))
+register(OpDef("clip", POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max"))),
+         _clamp_fn, names=("clip",))
+_METHODS["clamp_"] = _METHODS["clip_"] = clamp_
+clamp_min = register(OpDef("clamp_min", POINTWISE), clamp_min)
+clamp_max = register(OpDef("clamp_max", POINTWISE), clamp_max)
 _METHODS["clamp_min_"] = lambda self, min: clamp_(self, min=min)
 _METHODS["clamp_max_"] = lambda self, max: clamp_(self, max=max)
 
@@ -250,5 +253,5 @@ def masked_fill_(self, mask, value):
     return self.copy_(r)
 
 
-register(OpDef("masked_fill", POINTWISE), masked_fill)
+masked_fill = register(OpDef("masked_fill", POINTWISE), masked_fill)
 _METHODS["masked_fill_"] = masked_fill_

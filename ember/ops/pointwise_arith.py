@@ -106,10 +106,11 @@ def div_(self, other, *, rounding_mode=None):
 
 
 _DIV_TRUNC_INPLACE = _METHODS.pop("_div_trunc_")
-for _n in ("div", "divide"):
-    # with a rounding_mode keyword the call stays unfused; without, it is true division
-    register(OpDef(_n, POINTWISE, method=True, lower=Lower(prim="div")), div, names=(_n,))
-    _METHODS[_n + "_"] = div_
+# with a rounding_mode keyword the call stays unfused; without, it is true division
+_div = div
+div = register(OpDef("div", POINTWISE, lower=Lower(prim="div")), _div, names=("div",))
+register(OpDef("divide", POINTWISE, lower=Lower(prim="div")), _div, names=("divide",))
+_METHODS["div_"] = _METHODS["divide_"] = div_
 
 remainder = defpw("remainder", np.remainder, errstate=True, int_div_check=True,
                   rule=only("if", "remainder_cpu"),

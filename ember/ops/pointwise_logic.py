@@ -74,8 +74,8 @@ def equal(input, other):
     return bool(eq(input, other).all())
 
 
-register(OpDef("allclose", POINTWISE), allclose)
-register(OpDef("equal", POINTWISE), equal)
+allclose = register(OpDef("allclose", POINTWISE), allclose)
+equal = register(OpDef("equal", POINTWISE), equal)
 
 
 
@@ -94,5 +94,5 @@ def _invert(input):
     return bitwise_not(input)
 
 
-register(OpDef("positive", POINTWISE), positive)
-register(OpDef("_invert", POINTWISE, method=False), _invert)
+positive = register(OpDef("positive", POINTWISE), positive)
+_invert = register(OpDef("_invert", POINTWISE, method=False), _invert)

@@ -12,7 +12,7 @@ from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from .creation import _size_args, _finish, _dtype_or_default
-from .registry import OpDef, RANDOM, register, METHODS
+from .registry import OpDef, RANDOM, register, register_each, METHODS
 
 
 class Generator:
@@ -276,11 +276,13 @@ def geometric_(self, p, *, generator=None):
     return _fill(self, _rng(generator).geometric(p, self._data.shape))
 
 
-for _f in (rand, randn, randint, randperm, rand_like, randn_like, randint_like, normal,
-           multinomial, manual_seed, seed, initial_seed, get_rng_state, set_rng_state):
-    register(OpDef(_f.__name__, RANDOM, method=False), _f)
-register(OpDef("bernoulli", RANDOM), bernoulli)
-register(OpDef("multinomial_m", RANDOM, function=False), multinomial, method_names=("multinomial",))
+register_each(globals(), RANDOM, (
+    rand, randn, randint, randperm, rand_like, randn_like, randint_like, normal, multinomial,
+    manual_seed, seed, initial_seed, get_rng_state, set_rng_state), method=False)
+bernoulli = register(OpDef("bernoulli", RANDOM), bernoulli)
+# the method's OpDef: Tensor.multinomial is the same function, published once more
+register(OpDef("multinomial_m", RANDOM, function=False), multinomial.__wrapped__,
+         method_names=("multinomial",))
 for _f in (uniform_, normal_, bernoulli_, random_, exponential_, cauchy_, log_normal_,
            geometric_):
     METHODS[_f.__name__] = _f

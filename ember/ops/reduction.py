@@ -14,7 +14,7 @@ from ..core import dtype as D
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, REDUCTION, FP32, register
+from .registry import OpDef, REDUCTION, FP32, register, register_each
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
                             reduced_count, kernel_dtype, multi_output, grad_at, write_out,
@@ -374,11 +374,10 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 
 _LOWER = {sum: _lw.SUM, mean: _lw.MEAN, var: _lw.VAR}   # how fused kernels reduce a row
 for _f in (sum, mean, nansum, nanmean, all, any, count_nonzero, var, std, logsumexp):
-    register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
+    globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
 prod = register(OpDef("prod", REDUCTION, amp=FP32), prod)     # autocast: in float32
-for _f in (var_mean, std_mean):
-    register(OpDef(_f.__name__, REDUCTION, method=False), _f)
-register(OpDef("sum_to_size", REDUCTION, function=False), sum_to_size)
+register_each(globals(), REDUCTION, (var_mean, std_mean), method=False)
+sum_to_size = register(OpDef("sum_to_size", REDUCTION, function=False), sum_to_size)
 
 # ember.linalg reaches the vector norm through this module
 from .norms import vector_norm, matrix_norm, norm  # noqa: E402,F401

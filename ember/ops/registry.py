@@ -8,7 +8,7 @@ installs it as `ember.<name>`, as the Tensor method and as the in-place `<name>_
 """
 import inspect
 
-from ..dispatch import with_autocast
+from ..dispatch import with_autocast, with_mode_seam
 
 # autocast policies (OpDef.amp): run in the autocast dtype, or in float32 with autocast off
 LOWER_PRECISION = "lower_precision"
@@ -120,12 +120,15 @@ def _camel(name):
 
 
 def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
-    """Record `op` and publish its callable under its function and method names. An op with
-    an autocast policy (`amp`) is published behind it (dispatch.with_autocast): the caller
-    binds the returned function to the op's name (``matmul = register(_MATMUL, matmul)``)."""
+    """Record `op` and publish its callable under its function and method names; returns the
+    published function, which the caller binds to the op's name (``norm = register(OpDef(
+    "norm", REDUCTION), norm)``, or `register_each` for several), so that calls from
+    anywhere pass the mode seam (dispatch.with_mode_seam: a tracer or profiler sees them)
+    and, for an op with an autocast policy (`amp`), dispatch.with_autocast."""
+    fn.__name__ = op.name
     if op.amp is not None and not getattr(fn, "_autocasts", False):
-        fn.__name__ = op.name
         fn = with_autocast(op, fn)
+    fn = with_mode_seam(op, fn)
     OPS[op.name] = op
     op.fn = fn
     if op.lower is not None and op.lower.prim is None:
@@ -158,26 +161,19 @@ def op_for(name):
     return BY_NAME.get(name)
 
 
+def register_each(namespace, kind, fns, **fields):
+    """``register(OpDef(f.__name__, kind, **fields), f)`` for each function of `fns`, binding
+    each published function to its name in `namespace` (the defining module's globals())."""
+    for f in fns:
+        namespace[f.__name__] = register(OpDef(f.__name__, kind, **fields), f)
+
+
 def install_methods(tensor_cls):
-    """Put every op on Tensor (and FUNCTIONS in shape for ember's namespace), each behind the
-    mode seam of ember/dispatch.py, so a mode (tracer, profiler) sees every op call."""
-    import sys
-    from ..dispatch import with_mode_seam
-    wrapped = {}
-    for table in (FUNCTIONS, METHODS):
-        for name, fn in list(table.items()):
-            table[name] = w = with_mode_seam(OPS.get(name, name), fn)
-            if w is not fn:
-                wrapped.setdefault(id(fn), w)
-    for name, fn in METHODS.items():
+    """Put every method on Tensor. Registered ops are published behind the mode seam already
+    (`register`); the few methods set straight into METHODS (in-place variants, dtype
+    shorthands) get it here, so a mode (tracer, profiler) sees every call."""
+    for name, fn in list(METHODS.items()):
+        METHODS[name] = fn = with_mode_seam(op_for(name) or name, fn)
         setattr(tensor_cls, name, fn)
-    # Code that imported an op's function by name (``from .linalg import matmul``; derivative
-    # formulas read such names at call time) gets the seamed function too, so a mode sees
-    # those calls as well. Modules imported later import the seamed names.
-    for mod_name, mod in list(sys.modules.items()):
-        if mod is None or not mod_name.startswith("ember."):
-            continue
-        for k, v in list(vars(mod).items()):
-            w = wrapped.get(id(v))
-            if w is not None and callable(v):
-                setattr(mod, k, w)
+    for name, fn in list(FUNCTIONS.items()):
+        FUNCTIONS[name] = with_mode_seam(op_for(name) or name, fn)

@@ -12,7 +12,7 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
-from .registry import OpDef, REDUCTION, register, METHODS
+from .registry import OpDef, REDUCTION, register, register_each, METHODS
 from .reduce_common import (flip, kernel_dtype, selecting_op, select_values, index_tensor,
                             write_out, sum_dtype as _sum_dtype)
 
@@ -154,7 +154,6 @@ def logcumsumexp(input, dim, *, out=None):
     return write_out(out, _record(_LOGCUMSUMEXP, input, wrap(r, input.dtype), {"dim": d}))
 
 
-for _f in (cumsum, cumprod, cummax, cummin, logcumsumexp):
-    register(OpDef(_f.__name__, REDUCTION), _f)
+register_each(globals(), REDUCTION, (cumsum, cumprod, cummax, cummin, logcumsumexp))
 METHODS["cumsum_"] = _inplace_scan(cumsum, "cumsum")
 METHODS["cumprod_"] = _inplace_scan(cumprod, "cumprod")

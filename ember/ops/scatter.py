@@ -13,7 +13,7 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .registry import OpDef, EXTERN, register, METHODS
+from .registry import OpDef, EXTERN, register, register_each, METHODS
 from .matmul import finish, _out
 
 INT_INDEX = (D.int64, D.int32)
@@ -408,9 +408,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 # ---- registration: functions, methods, in-place forms (copy_ into self) ----------------------
-for _f in (index_select, gather, index_add, index_copy, index_fill, scatter, scatter_add,
-           scatter_reduce):
-    register(OpDef(_f.__name__, EXTERN), _f)
+register_each(globals(), EXTERN, (
+    index_select, gather, index_add, index_copy, index_fill, scatter, scatter_add,
+    scatter_reduce))
 
 
 def _inplace(fn):

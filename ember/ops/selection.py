@@ -390,7 +390,7 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 _LOWER = {amax: _lw.AMAX, amin: _lw.AMIN}   # how fused kernels reduce a row
 for _f in (max, min, amax, amin, aminmax, argmax, argmin, median, nanmedian, kthvalue, mode):
-    register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
+    globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
 # autocast runs the quantiles in float32
 quantile = register(OpDef("quantile", REDUCTION, amp=FP32), quantile)
 nanquantile = register(OpDef("nanquantile", REDUCTION, amp=FP32), nanquantile)

@@ -16,7 +16,7 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
-from .registry import OpDef, REDUCTION, register
+from .registry import OpDef, REDUCTION, register, register_each
 from .reduce_common import LOWP, selecting_op, select_values, index_tensor, write_out
 
 
@@ -315,7 +315,6 @@ def bincount(input, weights=None, minlength=0):
     return wrap(r.astype(dt.np), dt)
 
 
-for _f in (sort, argsort, msort, topk, unique, unique_consecutive, histc, bincount):
-    register(OpDef(_f.__name__, REDUCTION), _f)
-for _f in (searchsorted, bucketize):
-    register(OpDef(_f.__name__, REDUCTION, method=False), _f)
+register_each(globals(), REDUCTION, (
+    sort, argsort, msort, topk, unique, unique_consecutive, histc, bincount))
+register_each(globals(), REDUCTION, (searchsorted, bucketize), method=False)

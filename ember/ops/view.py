@@ -456,8 +456,10 @@ _NO_FUNCTION = {"view", "view_as", "reshape_as", "expand", "expand_as", "unfold"
 _NO_METHOD = {"alias"}
 
 for _name, _fn in _FUNCS.items():
-    register(OpDef(_name, VIEW, function=_name not in _NO_FUNCTION,
-                   method=_name not in _NO_METHOD), _fn)
+    _published = register(OpDef(_name, VIEW, function=_name not in _NO_FUNCTION,
+                                method=_name not in _NO_METHOD), _fn)
+    if _name in globals() and globals()[_name] is _fn:      # aliases (moveaxis) bind nothing
+        globals()[_name] = _published
 METHODS["detach_"] = detach_
 METHODS["squeeze_"] = lambda self, dim=None: _restride(self, squeeze(self, dim))
 METHODS["unsqueeze_"] = lambda self, dim: _restride(self, unsqueeze(self, dim))
@@ -473,7 +475,7 @@ def _restride(self, v):
     return self
 
 
-register(OpDef("T", VIEW, function=False, method=False), _T_prop)
-register(OpDef("mT", VIEW, function=False, method=False), _mT_prop)
+_T_prop = register(OpDef("T", VIEW, function=False, method=False), _T_prop)
+_mT_prop = register(OpDef("mT", VIEW, function=False, method=False), _mT_prop)
 T = property(_T_prop)
 mT = property(_mT_prop)

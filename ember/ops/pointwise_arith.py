@@ -178,9 +178,15 @@ pow = defpw("pow", None, _pow_kernel, inputs=("self", "exponent"), errstate=True
             lower=Lower(_lw.pow_c, cost=COSTLY),
             precheck=_check_pow,
             grads={"self": _pow_self_grad, "exponent": _pow_exp_grad})
+def _rule_float64(dt, name):
+    # float_power computes and returns float64 whatever the inputs (torch's double-precision
+    # pow)
+    return D.float64, D.float64
+
+
 float_power = defpw("float_power", None,
                     lambda xp, a, b: xp.power(np.asarray(a, np.float64), b), errstate=True,
-                    inputs=("self", "exponent"), inplace=False,
+                    inputs=("self", "exponent"), inplace=False, rule=_rule_float64,
                     grads={"self": _pow_self_grad, "exponent": _pow_exp_grad})
 
 atan2 = defpw("atan2", np.arctan2, rule=rule_float, names=("atan2", "arctan2"),

@@ -37,8 +37,6 @@ KNOWN_FAILURES = {
     **{("values", n, 5): _SCALAR_OTHER for n in (
         "atan2", "fmax", "fmin", "hypot", "isclose", "logical_and", "logical_or",
         "logical_xor", "maximum", "minimum")},
-    ("values", "float_power"): "float32 inputs give float32; torch computes and returns "
-                               "float64 -- ops/pointwise.py",
     ("values", "rand_like", 0): "the result is contiguous; torch keeps a dense input's "
                                 "strides (preserve_format) -- ops/random.py",
 }

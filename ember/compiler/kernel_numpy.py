@@ -8,6 +8,8 @@ in elements, as for the C kernel. Returns one array per output: (R, N) per eleme
 row. Each op is computed by its eager kernel (or its lowering's `np`), so semantics are
 eager ember's: NaN-propagating max/min, sign(NaN) = 0, torch's integer powers.
 """
+import functools
+
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
@@ -17,6 +19,7 @@ from ..ops.registry import op_for
 NP_DTYPES = {n: D.to_dtype(n).np.type for n in ("float32", "float64", "int32", "int64", "bool")}
 
 
+@functools.lru_cache(maxsize=None)     # the registry does not change after import
 def _numpy_of(op):
     """The NumPy function computing IR op `op`: its lowering's `np`, else the op's own eager
     kernel (so this backend computes exactly what eager ember computes)."""

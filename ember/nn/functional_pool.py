@@ -116,9 +116,9 @@ def _pool_args(nd, name, input, kernel_size, stride, padding, dilation):
     return ks, st, pad, dil
 
 
-def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mode,
-                return_indices):
-    ks, st, pad, dil = _pool_args(nd, name, input, kernel_size, stride, padding, dilation)
+def _pool_window(nd, input, ks, st, pad, dil, ceil_mode):
+    """(batched, x with a batch dim, spatial size, output size) of a pooling call, with
+    PyTorch's error when the output would be empty."""
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
     size = tuple(x.shape[2:])
@@ -127,6 +127,13 @@ def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mo
         raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). Calculated "
                            f"output size: ({'x'.join(map(str, (x.shape[1],) + out))}). Output "
                            "size is too small")
+    return batched, x, size, out
+
+
+def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mode,
+                return_indices):
+    ks, st, pad, dil = _pool_args(nd, name, input, kernel_size, stride, padding, dilation)
+    batched, x, size, out = _pool_window(nd, input, ks, st, pad, dil, ceil_mode)
     pads = tuple((pad[i], max(0, (out[i] - 1) * st[i] + dil[i] * (ks[i] - 1) + 1 - size[i]
                               - pad[i])) for i in range(nd))
     tap, best = _max_pool_select(x, ks, st, dil, pads, out)
@@ -255,14 +262,7 @@ max_pool2d_with_indices = max_pool2d
 def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                 divisor_override):
     ks, st, pad, dil = _pool_args(nd, name, input, kernel_size, stride, padding, 1)
-    batched = input.dim() == nd + 2
-    x = input if batched else input.unsqueeze(0)
-    size = tuple(x.shape[2:])
-    out = _pool_out(size, ks, st, pad, dil, ceil_mode)
-    if any(o <= 0 for o in out):
-        raise RuntimeError(f"Given input size: ({'x'.join(map(str, x.shape[1:]))}). Calculated "
-                           f"output size: ({'x'.join(map(str, (x.shape[1],) + out))}). Output "
-                           "size is too small")
+    batched, x, size, out = _pool_window(nd, input, ks, st, pad, dil, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     pads = tuple((pad[i], max(0, (out[i] - 1) * st[i] + ks[i] - size[i] - pad[i]))

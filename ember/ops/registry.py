@@ -125,7 +125,10 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
     "norm", REDUCTION), norm)``, or `register_each` for several), so that calls from
     anywhere pass the mode seam (dispatch.with_mode_seam: a tracer or profiler sees them)
     and, for an op with an autocast policy (`amp`), dispatch.with_autocast."""
-    fn.__name__ = op.name
+    # named (and documented) before wrapping: the wrappers copy both
+    fn.__name__ = fn.__qualname__ = op.name
+    if fn.__doc__ is None and op.doc:
+        fn.__doc__ = op.doc
     if op.amp is not None and not getattr(fn, "_autocasts", False):
         fn = with_autocast(op, fn)
     fn = with_mode_seam(op, fn)
@@ -135,10 +138,6 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
         op.lower.prim = op.name
     for n in (op.name,) + op.overloads + tuple(names or ()) + tuple(method_names or ()):
         BY_NAME.setdefault(n, op)
-    if fn.__doc__ is None and op.doc:
-        fn.__doc__ = op.doc
-    fn.__name__ = op.name
-    fn.__qualname__ = op.name
     if op.function:
         for n in names or (op.name,):
             FUNCTIONS[n] = fn

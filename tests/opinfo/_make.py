@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 import ember
+from _layouts import apply_layout, base_shape  # tests/_layouts.py (tests/ is on sys.path)
 
 LAYOUTS = ("C", "T", "step", "expand", "offset")
 
@@ -92,32 +93,6 @@ def Sm(*args, **kwargs):
 
 
 # ---- values ----
-def base_shape(shape, layout):
-    """The shape of the contiguous tensor that `layout`'s view ops turn into `shape`."""
-    if not shape or layout == "C":
-        return tuple(shape)
-    if layout == "T":
-        return tuple(reversed(shape))
-    if layout == "step":
-        return tuple(shape[:-1]) + (2 * shape[-1],)
-    if layout == "expand":
-        return (1,) + tuple(shape[1:])
-    return (shape[0] + 1,) + tuple(shape[1:])      # offset
-
-
-def apply_layout(x, shape, layout):
-    """The same view ops on torch and ember: `x` (of base_shape) -> a view of `shape`."""
-    if not shape or layout == "C":
-        return x
-    if layout == "T":
-        return x.permute(*reversed(range(len(shape))))
-    if layout == "step":
-        return x[..., ::2]
-    if layout == "expand":
-        return x.expand(*shape)
-    return x[1:]
-
-
 def _draw(rng, t, shape, dtype):
     return np.asarray(_values(rng, t, shape, dtype))
 

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import ember
+from _layouts import apply_layout, base_shape  # tests/_layouts.py (tests/ is on sys.path)
 
 try:
     import ml_dtypes
@@ -89,32 +90,6 @@ def values(rng, shape, dtype, dom):
         sp = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -0.5, 1.0, -1.0, 2.5])
         a = np.where(rng.random(shape) < 0.12, rng.choice(sp, size=shape), a)
     return a.astype(np.float32 if dtype != "float64" else np.float64).astype(np_dtype(dtype))
-
-
-def base_shape(shape, layout):
-    """The shape of the contiguous tensor that `layout`'s view ops turn into `shape`."""
-    if not shape or layout == "contig":
-        return tuple(shape)
-    if layout == "T":
-        return tuple(reversed(shape))
-    if layout == "step":
-        return tuple(shape[:-1]) + (2 * shape[-1],)
-    if layout == "expand":
-        return (1,) + tuple(shape[1:])
-    return (shape[0] + 1,) + tuple(shape[1:])      # offset
-
-
-def apply_layout(x, shape, layout):
-    """The same view ops for torch and ember: `x` (of base_shape) -> a view of `shape`."""
-    if not shape or layout == "contig":
-        return x
-    if layout == "T":
-        return x.permute(*reversed(range(len(shape))))
-    if layout == "step":
-        return x[..., ::2]
-    if layout == "expand":
-        return x.expand(*shape)
-    return x[1:]
 
 
 def torch_from_np(a):

@@ -15,11 +15,10 @@ from .core import strides as S
 from .core.tensor import Tensor
 from .dispatch import wrap, torch_name
 from .return_types import _make
-from .ops.registry import OpDef, EXTERN, register
+from .ops.registry import OpDef, EXTERN, FP32, LOWER_PRECISION, register
 from .ops import reduction as _reduction
 from .ops.linalg import finish, record_fn, linalg_cross, _out, diag_embed as _diag_embed
 from .ops.linalg import matmul  # noqa: F401  (torch.linalg.matmul)
-from .amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 
 
 class LinAlgError(RuntimeError):
@@ -97,7 +96,6 @@ _INV = OpDef("linalg_inv", EXTERN, node_name="LinalgInvExBackward0",
 
 def inv(A, *, out=None):
     """Inverse of each square matrix in the batch; singular ones raise LinAlgError."""
-    if _amp.autocast_enabled: return _amp_fp32(inv, **locals())
     _check_matrix("linalg.inv", A)
     a = A._data
     try:
@@ -126,7 +124,6 @@ _SOLVE = OpDef("linalg_solve", EXTERN, inputs=("A", "B"), node_name="LinalgSolve
 
 def solve(A, B, *, left=True, out=None):
     """Solve ``A X = B`` (or ``X A = B`` with left=False). B may be a (batch of) vector(s)."""
-    if _amp.autocast_enabled: return _amp_fp32(solve, **locals())
     _check_matrix("linalg.solve", A)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A "
@@ -219,7 +216,6 @@ _CHOL = OpDef("linalg_cholesky", EXTERN, attrs={"upper": False},
 
 def cholesky(A, *, upper=False, out=None):
     """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
-    if _amp.autocast_enabled: return _amp_fp32(cholesky, **locals())
     _check_matrix("linalg.cholesky", A)
     a = A._data
     try:
@@ -252,7 +248,6 @@ def _qr_grad_tall(gQ, gR, Q, R):
 
 def qr(A, mode="reduced", *, out=None):
     """QR decomposition; mode 'reduced' (default), 'complete' or 'r' (Q is then empty)."""
-    if _amp.autocast_enabled: return _amp_fp32(qr, **locals())
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
@@ -327,7 +322,6 @@ def _svd_grad(gU, gS, gVh, U, S, Vh, full):
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh, singular values in descending order."""
-    if _amp.autocast_enabled: return _amp_fp32(svd, **locals())
     _check_matrix("linalg.svd", A, square=False)
     U, s, Vh = np.linalg.svd(A._data, full_matrices=full_matrices)
     Ut, St, Vht = wrap(U, A.dtype), wrap(s, A.dtype), wrap(Vh, A.dtype)
@@ -341,7 +335,6 @@ def svd(A, full_matrices=True, *, driver=None, out=None):
 
 def svdvals(A, *, driver=None, out=None):
     """Singular values, descending."""
-    if _amp.autocast_enabled: return _amp_fp32(svdvals, **locals())
     if A._requires_grad:
         return svd(A, full_matrices=False).S
     _check_matrix("linalg.svdvals", A, square=False)
@@ -356,7 +349,6 @@ def _check_uplo(UPLO):
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices; only the
     `UPLO` triangle is read."""
-    if _amp.autocast_enabled: return _amp_fp32(eigh, **locals())
     _check_matrix("linalg.eigh", A)
     _check_uplo(UPLO)
     w, V = np.linalg.eigh(A._data, UPLO=UPLO)
@@ -377,7 +369,6 @@ def eigh(A, UPLO="L", *, out=None):
 
 def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues of symmetric matrices, ascending."""
-    if _amp.autocast_enabled: return _amp_fp32(eigvalsh, **locals())
     if A._requires_grad:
         return eigh(A, UPLO).eigenvalues
     _check_matrix("linalg.eigvalsh", A)
@@ -414,7 +405,6 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """Number of singular values above the tolerance (int64)."""
-    if _amp.autocast_enabled: return _amp_fp32(matrix_rank, **locals())
     _check_matrix("linalg.matrix_rank", A, square=False)
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -425,7 +415,6 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None)
 
 def lstsq(A, B, rcond=None, *, driver=None):
     """Least-squares solution of A X = B (solution = pinv(A) @ B, differentiable)."""
-    if _amp.autocast_enabled: return _amp_fp32(lstsq, **locals())
     if driver is None:
         driver = "gelsy"
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
@@ -541,7 +530,6 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
-    if _amp.autocast_enabled: x, y = _amp_cast("linalg_vecdot", x, y)
     return _out((x * y).sum(dim), out)
 
 
@@ -567,8 +555,33 @@ def _torch_qr(input, some=True, *, out=None):
 
 
 def _pinverse(input, rcond=1e-15):
-    if _amp.autocast_enabled: return _amp_fp32(_pinverse, **locals())
     return pinv(input, rtol=rcond)
+
+
+# ---- the public functions: one OpDef each ----------------------------------------------------
+# Each is published behind the mode seam (tracer, profiler) and its autocast policy, which the
+# registry applies (OpDef.amp): the LAPACK routines run in float32 under autocast, as in
+# PyTorch's CPU autocast lists; vecdot runs in the lower precision. Where a record above
+# already carries the op's derivative (inv, solve, cholesky), that record is the op's one
+# definition; the others attach their backward with record_fn.
+def _public(name, **fields):
+    return OpDef(name, EXTERN, function=False, method=False, **fields)
+
+
+_INV.amp = _SOLVE.amp = _CHOL.amp = FP32
+for _op in (_INV, _SOLVE, _CHOL):
+    _op.function = _op.method = False
+inv = register(_INV, inv)
+solve = register(_SOLVE, solve)
+cholesky = register(_CHOL, cholesky)
+qr = register(_public("linalg_qr", amp=FP32), qr)
+svd = register(_public("linalg_svd", amp=FP32), svd)
+svdvals = register(_public("linalg_svdvals", amp=FP32), svdvals)
+eigh = register(_public("linalg_eigh", amp=FP32), eigh)
+eigvalsh = register(_public("linalg_eigvalsh", amp=FP32), eigvalsh)
+matrix_rank = register(_public("linalg_matrix_rank", amp=FP32), matrix_rank)
+lstsq = register(_public("linalg_lstsq", inputs=("A", "B"), amp=FP32), lstsq)
+vecdot = register(_public("linalg_vecdot", inputs=("x", "y"), amp=LOWER_PRECISION), vecdot)
 
 
 def _alias(f):
@@ -578,4 +591,5 @@ def _alias(f):
 for _name, _f in (("inverse", inv), ("det", det), ("slogdet", slogdet), ("logdet", logdet),
                   ("pinverse", _pinverse), ("matrix_power", matrix_power), ("svd", _torch_svd),
                   ("cholesky", _torch_cholesky), ("qr", _torch_qr)):
-    register(OpDef(_name, EXTERN), _alias(_f), names=(_name,))
+    register(OpDef(_name, EXTERN, amp=FP32 if _name == "pinverse" else None), _alias(_f),
+             names=(_name,))

@@ -38,13 +38,10 @@ LAYERS = [
 ]
 
 # (importer, imported): reason. Each entry is a debt; remove it when the edge goes.
-_AMP = ("inline autocast checks in ember.linalg's functions, which have no OpDef yet: "
-        "their policy moves into OpDef.amp (issue 13.1)")
 _SIBLING = ("a lazy import back into nn.functional, which re-exports this file: import the "
             "function from where it is defined")
 _NAMESPACE = "nn code calls the public namespace (ember.zeros...): to rewire to explicit imports"
 ALLOWLIST = {
-    ("ember.linalg", "ember.amp.policy"): _AMP,
     ("ember.nn.functional_attention", "ember.nn.functional"):
         _SIBLING + " (linear, softmax, dropout)",
     ("ember.nn.functional_loss", "ember.nn.functional"): _SIBLING + " (pairwise_distance)",

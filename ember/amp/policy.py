@@ -10,7 +10,7 @@ here only inside an autocast region (one attribute check otherwise); hand-writte
 that check the mode stack themselves (matmul, the composites) call it, or `cast_args`, from
 their own first lines.
 
-The functions of nn.functional and ember.linalg that have no OpDef yet keep the older form,
+The functions of nn.functional that have no OpDef yet keep the older form,
 one inline line each, with the names in the two sets below::
 
     if state.autocast_enabled: input, weight = cast_inputs("linear", input, weight)
@@ -29,9 +29,9 @@ from ..autograd.grad_mode import state
 from .. import dispatch
 from ..ops.registry import LOWER_PRECISION as LOWER_PRECISION_POLICY, FP32 as FP32_POLICY
 
-# the functions of nn.functional and ember.linalg that apply their policy inline
+# the functions of nn.functional that apply their policy inline
 LOWER_PRECISION = frozenset((
-    "conv1d", "conv2d", "conv3d", "linalg_vecdot", "linear", "conv_transpose1d",
+    "conv1d", "conv2d", "conv3d", "linear", "conv_transpose1d",
     "conv_transpose2d", "conv_transpose3d", "prelu",
 ))
 
@@ -42,9 +42,7 @@ FP32 = frozenset((
     "hinge_embedding_loss", "poisson_nll_loss", "smooth_l1_loss", "l1_loss",
     "huber_loss", "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss",
     "multi_margin_loss", "ctc_loss", "kl_div", "multilabel_margin_loss",
-    "binary_cross_entropy_with_logits", "linalg_cholesky", "linalg_inv", "linalg_solve",
-    "linalg_svd", "linalg_svdvals", "linalg_eigh", "linalg_eigvalsh", "linalg_qr",
-    "linalg_lstsq", "linalg_matrix_rank", "svd", "qr",
+    "binary_cross_entropy_with_logits",
 ))
 
 

@@ -200,18 +200,28 @@ def arrays_in(obj):
     return []
 
 
+def _linalg_name(name):
+    """'inv' for 'linalg_inv' when ember.linalg.inv is the op (torch.linalg's names), else None."""
+    if name.startswith("linalg_") and hasattr(ember.linalg, name[7:]):
+        return name[7:]
+    return None
+
+
 def is_public(name):
-    """Reachable as ember.<name>, Tensor.<name> or ember.nn.functional.<name>."""
+    """Reachable as ember.<name>, Tensor.<name>, ember.nn.functional.<name> or, for
+    linalg_<f>, ember.linalg.<f>."""
     return hasattr(ember, name) or hasattr(ember.Tensor, name) or \
-        hasattr(ember.nn.functional, name)
+        hasattr(ember.nn.functional, name) or _linalg_name(name) is not None
 
 
 def call(name, sample, args, kwargs, lib, reference=None):
     """Call op `name` on `lib` the public way: ember.<name> / torch.<name> when the op is a
-    function, else (or when the sample asks) the Tensor method on the first argument.
+    function (lib.linalg.<f> for linalg_<f>), else (or when the sample asks) the Tensor method on the first argument.
     `reference` replaces the torch call for ops that have no public torch name."""
     if lib is torch and reference is not None:
         return reference(*args, **kwargs)
+    if not sample.method and not hasattr(ember, name) and _linalg_name(name):
+        return getattr(lib.linalg, _linalg_name(name))(*args, **kwargs)
     if not sample.method and not hasattr(ember, name) and hasattr(ember.nn.functional, name):
         return getattr(lib.nn.functional, name)(*args, **kwargs)
     if sample.method or not hasattr(ember, name):

@@ -156,6 +156,9 @@ def make_pointwise(op):
     exact_scalar = getattr(op, "exact_scalar", False)
     native_lowp = getattr(op, "native_lowp", False)
     scalars_promote = getattr(op, "scalars_promote", True)
+    # ops whose torch signature takes Tensors only (atan2, maximum, logical_and, ...): a
+    # Python number there is torch's TypeError, not a weak scalar
+    tensor_only = getattr(op, "tensor_only", False)
     # comparisons and logical ops write their bools into a self of any dtype
     bool_result = rule is rule_compare
     nin = len(op.inputs)
@@ -178,6 +181,11 @@ def make_pointwise(op):
             fast_dtype[d] = rdt
 
     def compute(args, attrs, out=None):
+        if tensor_only:
+            for n, x in zip(op.inputs, args):
+                if not isinstance(x, Tensor):
+                    raise TypeError(f"{name}(): argument '{'input' if n == 'self' else n}' "
+                                    f"must be Tensor, not {type(x).__name__}")
         values, metas = [], []
         for x in args:
             v, d, cat = operand(x)
@@ -249,13 +257,13 @@ def make_pointwise(op):
                 raise
             rdt = fast_dtype[a0.dtype]
         elif (nin == 2 and not attrs and ufunc is not None and not errstate
-              and isinstance(a0, Tensor) and type(args[1]) in _PY_NUMBER
+              and not tensor_only and isinstance(a0, Tensor) and type(args[1]) in _PY_NUMBER
               and a0.dtype in fast_float):
             # float tensor with a Python number: the number is weak, NumPy keeps the dtype
             r = ufunc(a0._data, args[1])
             rdt = fast_dtype[a0.dtype]
         elif (nin == 2 and not attrs and ufunc is not None and not errstate
-              and type(a0) in _PY_NUMBER and isinstance(args[1], Tensor)
+              and not tensor_only and type(a0) in _PY_NUMBER and isinstance(args[1], Tensor)
               and args[1].dtype in fast_float):
             r = ufunc(a0, args[1]._data)
             rdt = fast_dtype[args[1].dtype]

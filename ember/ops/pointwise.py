@@ -22,13 +22,15 @@ from . import lowering_pointwise as _lw
 
 def defpw(name, ufunc=None, kernel=None, inputs=("self", "other"), rule=rule_promote,
           grads=None, attrs=None, names=None, method_names=None, inplace=True, precheck=None,
-          exact_scalar=False, native_lowp=False, scalars_promote=True, **kw):
+          exact_scalar=False, native_lowp=False, scalars_promote=True, tensor_only=False,
+          **kw):
     """Define a pointwise op. `precheck(values, metas, promoted_dtype, attrs)`, if given, runs
     on the raw operands before conversion (checks that need scalars or per-operand dtypes).
     float16/bfloat16 compute in float32 with Python scalars first rounded to the low dtype,
     as PyTorch does, except with `exact_scalar` (mul, div keep the scalar exact) or
     `native_lowp` (the kernel runs on the low-precision array itself). Without
-    `scalars_promote`, Python-scalar operands take no part in type promotion (lerp's weight)."""
+    `scalars_promote`, Python-scalar operands take no part in type promotion (lerp's weight).
+    With `tensor_only`, every input must be a Tensor (torch's signature), else TypeError."""
     if kernel is None:
         kernel = (lambda xp, *a, _u=ufunc: _u(*a))
     op = OpDef(name, POINTWISE, kernel=kernel, ufunc=ufunc, inputs=inputs, dtype_rule=rule,
@@ -37,6 +39,7 @@ def defpw(name, ufunc=None, kernel=None, inputs=("self", "other"), rule=rule_pro
     op.exact_scalar = exact_scalar
     op.native_lowp = native_lowp
     op.scalars_promote = scalars_promote
+    op.tensor_only = tensor_only
     fn, inplace_fn = dispatch.make_pointwise(op)
     register(op, fn, names=names, method_names=method_names,
              inplace_fn=inplace_fn if inplace else None)

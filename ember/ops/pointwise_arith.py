@@ -189,10 +189,11 @@ float_power = defpw("float_power", None,
                     inputs=("self", "exponent"), inplace=False, rule=_rule_float64,
                     grads={"self": _pow_self_grad, "exponent": _pow_exp_grad})
 
-atan2 = defpw("atan2", np.arctan2, rule=rule_float, names=("atan2", "arctan2"),
+atan2 = defpw("atan2", np.arctan2, tensor_only=True, rule=rule_float,
+              names=("atan2", "arctan2"),
               grads={"self": lambda g, self, other: g * other / (self * self + other * other),
                      "other": lambda g, self, other: -g * self / (self * self + other * other)})
-hypot = defpw("hypot", np.hypot, rule=only("f", "hypot_cpu"),
+hypot = defpw("hypot", np.hypot, tensor_only=True, rule=only("f", "hypot_cpu"),
               grads={"self": lambda g, self, result: g * self / result,
                      "other": lambda g, other, result: g * other / result})
 
@@ -215,21 +216,22 @@ def _min_grad(g, self, other, mine):
     return half.masked_fill(self > other if mine else self < other, 0)
 
 
-maximum = defpw("maximum", np.maximum, inplace=False,   # NaN in either argument gives NaN
+# NaN in either argument gives NaN
+maximum = defpw("maximum", np.maximum, inplace=False, tensor_only=True,
                 lower=Lower("(({a} > {b} || {a} != {a}) ? {a} : {b})",
                             c_int="({a} > {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _max_grad(g, self, other, True),
                        "other": lambda g, self, other: _max_grad(g, self, other, False)})
-minimum = defpw("minimum", np.minimum, inplace=False,
+minimum = defpw("minimum", np.minimum, inplace=False, tensor_only=True,
                 lower=Lower("(({a} < {b} || {a} != {a}) ? {a} : {b})",
                             c_int="({a} < {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _min_grad(g, self, other, True),
                        "other": lambda g, self, other: _min_grad(g, self, other, False)})
-fmax = defpw("fmax", np.fmax, inplace=False,
+fmax = defpw("fmax", np.fmax, inplace=False, tensor_only=True,
              grads={"self": lambda g, self, other: g.masked_fill(
                  ((self >= other) | other.isnan()).logical_not(), 0),
                  "other": lambda g, self, other: g.masked_fill((self >= other) | other.isnan(), 0)})
-fmin = defpw("fmin", np.fmin, inplace=False,
+fmin = defpw("fmin", np.fmin, inplace=False, tensor_only=True,
              grads={"self": lambda g, self, other: g.masked_fill(
                  ((self <= other) | other.isnan()).logical_not(), 0),
                  "other": lambda g, self, other: g.masked_fill((self <= other) | other.isnan(), 0)})

@@ -33,11 +33,11 @@ le = defpw("le", np.less_equal, rule=rule_compare, names=("le", "less_equal"),
 gt = defpw("gt", np.greater, rule=rule_compare, names=("gt", "greater"), lower=_lw.compare(">"))
 ge = defpw("ge", np.greater_equal, rule=rule_compare, names=("ge", "greater_equal"),
            lower=_lw.compare(">="))
-logical_and = defpw("logical_and", np.logical_and, rule=rule_compare,
+logical_and = defpw("logical_and", np.logical_and, tensor_only=True, rule=rule_compare,
                     lower=Lower("((uint8_t)(({a} != 0) & ({b} != 0)))", compare=True))
-logical_or = defpw("logical_or", np.logical_or, rule=rule_compare,
+logical_or = defpw("logical_or", np.logical_or, tensor_only=True, rule=rule_compare,
                    lower=Lower("((uint8_t)(({a} != 0) | ({b} != 0)))", compare=True))
-logical_xor = defpw("logical_xor", np.logical_xor, rule=rule_compare)
+logical_xor = defpw("logical_xor", np.logical_xor, tensor_only=True, rule=rule_compare)
 bitwise_and = defpw("bitwise_and", np.bitwise_and, rule=rule_integral)
 bitwise_or = defpw("bitwise_or", np.bitwise_or, rule=rule_integral)
 bitwise_xor = defpw("bitwise_xor", np.bitwise_xor, rule=rule_integral)
@@ -57,7 +57,8 @@ def _check_same_dtype(values, metas, dt, attrs):
         raise RuntimeError(f"{torch_name(da)} did not match {torch_name(db)}")
 
 
-isclose = defpw("isclose", None, _isclose_kernel, rule=rule_compare, inplace=False,
+isclose = defpw("isclose", None, _isclose_kernel, tensor_only=True, rule=rule_compare,
+                inplace=False,
                 precheck=_check_same_dtype,
                 attrs={"rtol": 1e-05, "atol": 1e-08, "equal_nan": False})
 

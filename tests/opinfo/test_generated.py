@@ -31,12 +31,7 @@ BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")   # the C backend: EMBER
 # (check, op name) -> why ember differs from torch today. Keep it short: fix what is local.
 # A key (check, name) marks the op's whole test; (check, name, i) only its sample i, which
 # then runs alone in test_known_failing_sample.
-_SCALAR_OTHER = ("ember accepts a Python scalar `other`; torch raises TypeError (its "
-                 "signature takes a Tensor) -- ops/pointwise.py")
 KNOWN_FAILURES = {
-    **{("values", n, 5): _SCALAR_OTHER for n in (
-        "atan2", "fmax", "fmin", "hypot", "isclose", "logical_and", "logical_or",
-        "logical_xor", "maximum", "minimum")},
     ("values", "rand_like", 0): "the result is contiguous; torch keeps a dense input's "
                                 "strides (preserve_format) -- ops/random.py",
 }

@@ -10,11 +10,10 @@ here only inside an autocast region (one attribute check otherwise); hand-writte
 that check the mode stack themselves (matmul, the composites) call it, or `cast_args`, from
 their own first lines.
 
-The functions of nn.functional that have no OpDef yet keep the older form,
-one inline line each, with the names in the two sets below::
+F.linear, whose op record is not registered yet, keeps the older form, one inline line
+with its name in the set below::
 
     if state.autocast_enabled: input, weight = cast_inputs("linear", input, weight)
-    if state.autocast_enabled: return run_fp32(mse_loss, input, target, ...)
 
 The casts are ordinary differentiable ``.to(dtype)`` calls, so gradients flow back to the
 inputs in their own dtype. Casts of leaf tensors that require grad (parameters) are cached
@@ -29,21 +28,9 @@ from ..autograd.grad_mode import state
 from .. import dispatch
 from ..ops.registry import LOWER_PRECISION as LOWER_PRECISION_POLICY, FP32 as FP32_POLICY
 
-# the functions of nn.functional that apply their policy inline
-LOWER_PRECISION = frozenset((
-    "conv1d", "conv2d", "conv3d", "linear", "conv_transpose1d",
-    "conv_transpose2d", "conv_transpose3d", "prelu",
-))
-
-FP32 = frozenset((
-    "avg_pool3d", "binary_cross_entropy", "grid_sample", "max_pool3d", "max_unpool1d",
-    "max_unpool2d", "max_unpool3d", "adaptive_avg_pool3d", "adaptive_max_pool3d",
-    "reflection_pad", "replication_pad", "mse_loss", "cosine_embedding_loss",
-    "hinge_embedding_loss", "poisson_nll_loss", "smooth_l1_loss", "l1_loss",
-    "huber_loss", "margin_ranking_loss", "soft_margin_loss", "triplet_margin_loss",
-    "multi_margin_loss", "ctc_loss", "kl_div", "multilabel_margin_loss",
-    "binary_cross_entropy_with_logits",
-))
+# the one function of nn.functional that applies its policy inline: F.linear, whose op record
+# (ops/matmul.py's _LINEAR) is not registered yet
+LOWER_PRECISION = frozenset(("linear",))
 
 
 class _Cache(threading.local):
@@ -73,13 +60,9 @@ def _cast(t, dtype):
 def cast_inputs(op_name, *tensors):
     """`tensors` cast per `op_name`'s list (non-tensors, None and float64 pass through);
     returns a tuple, or the single value when one was given."""
-    if op_name in LOWER_PRECISION:
-        dtype = state.autocast_dtype
-    elif op_name in FP32:
-        dtype = D.float32
-    else:
+    if op_name not in LOWER_PRECISION:
         raise KeyError(f"autocast: no policy for op {op_name!r}")
-    out = tuple(_cast(t, dtype) for t in tensors)
+    out = tuple(_cast(t, state.autocast_dtype) for t in tensors)
     return out[0] if len(out) == 1 else out
 
 

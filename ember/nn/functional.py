@@ -10,7 +10,9 @@ import warnings
 
 import ember
 from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from ..amp.policy import state as _amp, cast_inputs as _amp_cast  # (linear, below)
+from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
+from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from ..ops import nn_ops as _nn_ops
 # the composite ops are defined once, in ember/ops (each an OpDef with its decomposition and
 # fast path); nn.functional publishes them
@@ -98,7 +100,6 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def prelu(input, weight):
     """Leaky ReLU with a learned slope per channel (dim 1) or one shared slope."""
-    if _amp.autocast_enabled: input, weight = _amp_cast("prelu", input, weight)
     if weight.numel() == 1:
         w = weight.reshape(())
     else:   # channels are dim 1; an input of fewer than 2 dims has one channel
@@ -109,6 +110,7 @@ def prelu(input, weight):
                                f"{channels}.")
         w = weight.reshape(-1, *([1] * (input.dim() - 2)))
     return ember.where(input > 0, input, w * input)
+prelu = _composition("prelu", prelu, amp=_LOWP)
 
 
 def elu(input, alpha=1.0, inplace=False):

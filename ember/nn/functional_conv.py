@@ -11,7 +11,8 @@ import numpy as np
 
 from ..dispatch import wrap, with_mode_seam
 from ..ops.matmul import record_fn
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
+from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _col2im, _crop, _out_size,
                                _conv, _conv_tr, _conv_wgrad)  # noqa: F401  (_conv_wgrad: see below)
 from .functional_pool import *  # noqa: F401,F403  (pooling)
@@ -115,8 +116,8 @@ def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C, L) input with (out, C/groups, k) weight."""
-    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv1d", input, weight, bias)
     return _convnd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
+conv1d = _composition("conv1d", conv1d, amp=_LOWP)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -125,14 +126,14 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     >>> F.conv2d(ember.ones(1, 3, 5, 5), ember.ones(2, 3, 3, 3), padding=1).shape
     ember.Size([1, 2, 5, 5])
     """
-    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv2d", input, weight, bias)
     return _convnd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
+conv2d = _composition("conv2d", conv2d, amp=_LOWP)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of (N, C, D, H, W) input with (out, C/groups, kd, kh, kw) weight."""
-    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv3d", input, weight, bias)
     return _convnd(3, "conv3d", input, weight, bias, stride, padding, dilation, groups)
+conv3d = _composition("conv3d", conv3d, amp=_LOWP)
 
 
 def _conv_transposend(nd, name, input, weight, bias, stride, padding, output_padding, groups,
@@ -164,24 +165,24 @@ def _conv_transposend(nd, name, input, weight, bias, stride, padding, output_pad
 def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 1-D convolution (the adjoint of conv1d); weight (in, out/groups, k)."""
-    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv_transpose1d", input, weight, bias)
     return _conv_transposend(1, "conv_transpose1d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
+conv_transpose1d = _composition("conv_transpose1d", conv_transpose1d, amp=_LOWP)
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     """Transposed 2-D convolution (the adjoint of conv2d); weight (in, out/groups, kh, kw)."""
-    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv_transpose2d", input, weight, bias)
     return _conv_transposend(2, "conv_transpose2d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
+conv_transpose2d = _composition("conv_transpose2d", conv_transpose2d, amp=_LOWP)
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
-    if _amp.autocast_enabled: input, weight, bias = _amp_cast("conv_transpose3d", input, weight, bias)
     return _conv_transposend(3, "conv_transpose3d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
+conv_transpose3d = _composition("conv_transpose3d", conv_transpose3d, amp=_LOWP)
 
 
 # ---- unfold / fold (im2col / col2im) ----------------------------------------------------

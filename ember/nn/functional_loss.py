@@ -12,7 +12,8 @@ import warnings
 import numpy as np
 
 import ember
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
+from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from ..dispatch import with_mode_seam as _seam
 # cross_entropy and nll_loss are composite ops, defined once in ember/ops; the reduction
 # helpers the other losses share live with them
@@ -48,7 +49,6 @@ def _log_sigmoid_pair(x):
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """``-(t * log(x) + (1 - t) * log(1 - x)) * weight`` with the logs clamped at -100."""
-    if _amp.autocast_enabled: return _amp_fp32(binary_cross_entropy, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Using a target size ({ember.Size(target.shape)}) that is different "
@@ -60,13 +60,13 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if weight is not None:
         loss = loss * weight
     return _down(_reduce(loss, reduction), dt)
+binary_cross_entropy = _composition("binary_cross_entropy", binary_cross_entropy, amp=_FP32)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """``binary_cross_entropy(sigmoid(input), target)`` computed stably from the logits;
     `pos_weight` scales the positive term."""
-    if _amp.autocast_enabled: return _amp_fp32(binary_cross_entropy_with_logits, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
@@ -80,6 +80,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         loss = loss * weight
     return _down(_reduce(loss, reduction), dt)
+binary_cross_entropy_with_logits = _composition("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, amp=_FP32)
 
 
 # ---- regression ----
@@ -92,25 +93,24 @@ def _pointwise_loss(fn, input, target, size_average, reduce, reduction):
 
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """``(input - target) ** 2``, reduced."""
-    if _amp.autocast_enabled: return _amp_fp32(mse_loss, **locals())
     if weight is not None:
         return _pointwise_loss(lambda d: d * d * weight, input, target, size_average, reduce,
                                reduction)
     return _pointwise_loss(lambda d: d * d, input, target, size_average, reduce, reduction)
+mse_loss = _composition("mse_loss", mse_loss, amp=_FP32)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """``|input - target|``, reduced."""
-    if _amp.autocast_enabled: return _amp_fp32(l1_loss, **locals())
     if weight is not None:
         return _pointwise_loss(lambda d: d.abs() * weight, input, target, size_average, reduce,
                                reduction)
     return _pointwise_loss(lambda d: d.abs(), input, target, size_average, reduce, reduction)
+l1_loss = _composition("l1_loss", l1_loss, amp=_FP32)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
     """``0.5 d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 beta``."""
-    if _amp.autocast_enabled: return _amp_fp32(smooth_l1_loss, **locals())
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
     if beta == 0:
@@ -120,11 +120,11 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         a = d.abs()
         return ember.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
     return _pointwise_loss(fn, input, target, size_average, reduce, reduction)
+smooth_l1_loss = _composition("smooth_l1_loss", smooth_l1_loss, amp=_FP32)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
-    if _amp.autocast_enabled: return _amp_fp32(huber_loss, **locals())
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
 
@@ -133,12 +133,12 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         out = ember.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
         return out if weight is None else out * weight
     return _pointwise_loss(fn, input, target, None, None, reduction)
+huber_loss = _composition("huber_loss", huber_loss, amp=_FP32)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """``target * (log(target) - input)`` with `input` given as log-probabilities (and
     `target` too when `log_target`). 'batchmean' divides the sum by the batch size."""
-    if _amp.autocast_enabled: return _amp_fp32(kl_div, **locals())
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce, reduction)
     elif reduction == "mean":
@@ -157,13 +157,13 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         out = loss.sum() / input.shape[0] if input.dim() else loss.sum()
         return _down(out, dt)
     return _down(_reduce(loss, reduction), dt)
+kl_div = _composition("kl_div", kl_div, amp=_FP32)
 
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """``exp(input) - target * input`` (log_input) or ``input - target * log(input + eps)``;
     `full` adds Stirling's approximation of ``log(target!)`` where target > 1."""
-    if _amp.autocast_enabled: return _amp_fp32(poisson_nll_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     (input, target), dt = _up(input, target)
     if log_input:
@@ -176,6 +176,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
         loss = loss + ember.where(big, stirling, 0.0)
     return _down(_reduce(loss, reduction), dt)
+poisson_nll_loss = _composition("poisson_nll_loss", poisson_nll_loss, amp=_FP32)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
@@ -206,7 +207,6 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
-    if _amp.autocast_enabled: return _amp_fp32(cosine_embedding_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     dim = input1.dim() - 1
     eps = 1e-12
@@ -217,12 +217,12 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     loss = (ember.where(target == 1, 1 - cos, 0.0)
             + ember.where(target == -1, (cos - margin).clamp_min(0), 0.0))
     return _reduce(loss, reduction)
+cosine_embedding_loss = _composition("cosine_embedding_loss", cosine_embedding_loss, amp=_FP32)
 
 
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``."""
-    if _amp.autocast_enabled: return _amp_fp32(margin_ranking_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
@@ -230,23 +230,23 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                            f"input2: {ember.Size(input2.shape)}, target: "
                            f"{ember.Size(target.shape)} ")
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
+margin_ranking_loss = _composition("margin_ranking_loss", margin_ranking_loss, amp=_FP32)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """`input` where target is 1, ``max(0, margin - input)`` where target is -1."""
-    if _amp.autocast_enabled: return _amp_fp32(hinge_embedding_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     loss = (ember.where(target != 1, (margin - input).clamp_min(0), 0.0)
             + ember.where(target != -1, input, 0.0))
     return _reduce(loss, reduction)
+hinge_embedding_loss = _composition("hinge_embedding_loss", hinge_embedding_loss, amp=_FP32)
 
 
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """``max(0, d(a, p) - d(a, n) + margin)`` with the pairwise p-norm distance; `swap` uses
     ``min(d(a, n), d(p, n))`` as the negative distance."""
-    if _amp.autocast_enabled: return _amp_fp32(triplet_margin_loss, **locals())
     from .functional import pairwise_distance
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not (anchor.dim() == positive.dim() == negative.dim()):
@@ -258,12 +258,12 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
+triplet_margin_loss = _composition("triplet_margin_loss", triplet_margin_loss, amp=_FP32)
 
 
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """``sum_{i != y} max(0, margin - x[y] + x[i]) ** p / C`` (times ``weight[y]``)."""
-    if _amp.autocast_enabled: return _amp_fp32(multi_margin_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
@@ -282,6 +282,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if squeeze:
         loss = loss.reshape(target.shape if target.dim() else ())
     return _reduce(loss, reduction)
+multi_margin_loss = _composition("multi_margin_loss", multi_margin_loss, amp=_FP32)
 
 
 # it reads index values in Python: a tracer records each call whole
@@ -291,7 +292,6 @@ multi_margin_loss = _seam("F.multi_margin_loss", multi_margin_loss)
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``sum_{j in targets} sum_{i not in targets} max(0, 1 - (x[j] - x[i])) / C``; the
     targets of a sample are its `target` entries up to the first -1."""
-    if _amp.autocast_enabled: return _amp_fp32(multilabel_margin_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     squeeze = input.dim() <= 1
     x = input.reshape(1, -1) if squeeze else input
@@ -307,6 +307,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if squeeze:
         loss = loss.reshape(() if input.dim() == 1 else input.shape[:-1])
     return _reduce(loss, reduction)
+multilabel_margin_loss = _composition("multilabel_margin_loss", multilabel_margin_loss, amp=_FP32)
 
 
 # it reads index values in Python: a tracer records each call whole
@@ -327,10 +328,10 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
-    if _amp.autocast_enabled: return _amp_fp32(soft_margin_loss, **locals())
     reduction = _legacy_reduction(size_average, reduce, reduction)
     log_p, _ = _log_sigmoid_pair(target * input)
     return _reduce(-log_p, reduction)
+soft_margin_loss = _composition("soft_margin_loss", soft_margin_loss, amp=_FP32)
 
 
 # ---- CTC ----
@@ -347,7 +348,6 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     (T, N, C) (or (T, C) unbatched); `targets` is (N, S) padded or the targets of all
     samples concatenated. Vectorised over the batch and the extended labels; loops over time.
     'mean' divides each loss by its target length, then averages over the batch."""
-    if _amp.autocast_enabled: return _amp_fp32(ctc_loss, **locals())
     unbatched = log_probs.dim() == 2
     if unbatched:
         log_probs = log_probs.unsqueeze(1)
@@ -415,6 +415,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return (loss / ember.tensor(np.maximum(tg_len, 1).reshape(loss.shape), dtype=dtype)
                 ).mean()
     return _reduce(loss, reduction)
+ctc_loss = _composition("ctc_loss", ctc_loss, amp=_FP32)
 
 
 # it reads index values in Python: a tracer records each call whole

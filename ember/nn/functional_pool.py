@@ -13,7 +13,8 @@ import numpy as np
 import ember
 from ..dispatch import wrap, with_mode_seam
 from ..ops.matmul import record_fn
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
+from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _tap_slices, _crop,
                                _conv)
 
@@ -249,9 +250,9 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    if _amp.autocast_enabled: return _amp_fp32(max_pool3d, **locals())
     return _max_poolnd(3, "max_pool3d", input, kernel_size, stride, padding, dilation,
                        ceil_mode, return_indices)
+max_pool3d = _composition("max_pool3d", max_pool3d, amp=_FP32)
 
 
 max_pool1d_with_indices = max_pool1d
@@ -303,9 +304,9 @@ avg_pool2d = with_mode_seam("F.avg_pool2d", avg_pool2d)  # traced as one call
 
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    if _amp.autocast_enabled: return _amp_fp32(avg_pool3d, **locals())
     return _avg_poolnd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
+avg_pool3d = _composition("avg_pool3d", avg_pool3d, amp=_FP32)
 avg_pool3d = with_mode_seam("F.avg_pool3d", avg_pool3d)  # traced as one call
 
 
@@ -355,8 +356,8 @@ def adaptive_avg_pool2d(input, output_size):
 
 
 def adaptive_avg_pool3d(input, output_size):
-    if _amp.autocast_enabled: return _amp_fp32(adaptive_avg_pool3d, **locals())
     return _adaptive_avg(3, "adaptive_avg_pool3d", input, output_size)
+adaptive_avg_pool3d = _composition("adaptive_avg_pool3d", adaptive_avg_pool3d, amp=_FP32)
 
 
 def _adaptive_max(nd, name, input, output_size, return_indices):
@@ -412,8 +413,8 @@ adaptive_max_pool2d = with_mode_seam("F.adaptive_max_pool2d", adaptive_max_pool2
 
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
-    if _amp.autocast_enabled: return _amp_fp32(adaptive_max_pool3d, **locals())
     return _adaptive_max(3, "adaptive_max_pool3d", input, output_size, return_indices)
+adaptive_max_pool3d = _composition("adaptive_max_pool3d", adaptive_max_pool3d, amp=_FP32)
 adaptive_max_pool3d = with_mode_seam("F.adaptive_max_pool3d", adaptive_max_pool3d)
 
 
@@ -450,13 +451,13 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
-    if _amp.autocast_enabled: return _amp_fp32(max_unpool1d, **locals())
     return _max_unpoolnd(1, input, indices, kernel_size, stride, padding, output_size)
+max_unpool1d = _composition("max_unpool1d", max_unpool1d, amp=_FP32)
 max_unpool1d = with_mode_seam("F.max_unpool1d", max_unpool1d)  # traced as one call
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value of a max_pool2d output at its index in a zero (N, C, H, W) tensor."""
-    if _amp.autocast_enabled: return _amp_fp32(max_unpool2d, **locals())
     return _max_unpoolnd(2, input, indices, kernel_size, stride, padding, output_size)
+max_unpool2d = _composition("max_unpool2d", max_unpool2d, amp=_FP32)
 max_unpool2d = with_mode_seam("F.max_unpool2d", max_unpool2d)  # traced as one call

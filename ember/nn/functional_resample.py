@@ -11,7 +11,8 @@ import numpy as np
 
 import ember
 from ..dispatch import wrap, with_mode_seam
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
+from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
+from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from .functional_pool import _adaptive_avg, _along
 
 __all__ = [
@@ -182,7 +183,6 @@ def pad(input, pad, mode="constant", value=None):
     >>> F.pad(ember.ones(1, 2), (1, 1)).tolist()
     [[0.0, 1.0, 1.0, 0.0]]
     """
-    if _amp.autocast_enabled and mode in ("reflect", "replicate"): input = _amp_cast("reflection_pad", input)
     pad = tuple(int(p) for p in pad)
     if len(pad) % 2:
         raise RuntimeError("Padding length must be divisible by 2")
@@ -239,6 +239,15 @@ def pad(input, pad, mode="constant", value=None):
         idx = _pad_index(n, lo, hi, mode)
         x = x.index_select(d, wrap(idx.astype(np.int64), ember.int64))
     return x
+
+
+def _pad_amp(args, kwargs):
+    """Autocast runs the reflect and replicate pads in float32 (PyTorch's CPU lists)."""
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    return _FP32 if mode in ("reflect", "replicate") else None
+
+
+pad = _composition("pad", pad, amp=_pad_amp)
 pad = with_mode_seam("F.pad", pad)  # traced as one call
 
 
@@ -350,7 +359,6 @@ def _source(c, n, padding_mode, align_corners):
 
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample (N, C, H, W) input at grid (N, Ho, Wo, 2) points ((x, y) in [-1, 1])."""
-    if _amp.autocast_enabled: return _amp_fp32(grid_sample, **locals())
     if mode not in ("bilinear", "nearest"):
         if mode == "bicubic":
             raise NotImplementedError("ember: grid_sample(mode='bicubic') is not implemented")
@@ -387,4 +395,5 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         out = (tap(y0, x0, (1 - fx) * (1 - fy)) + tap(y0, x0 + 1, fx * (1 - fy))
                + tap(y0 + 1, x0, (1 - fx) * fy) + tap(y0 + 1, x0 + 1, fx * fy))
     return out.reshape(n, c, ho, wo)
+grid_sample = _composition("grid_sample", grid_sample, amp=_FP32)
 grid_sample = with_mode_seam("F.grid_sample", grid_sample)  # traced as one call

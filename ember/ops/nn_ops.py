@@ -72,6 +72,25 @@ def composite(name, fn, decomp, **fields):
     return op
 
 
+def composition(name, fn, **fields):
+    """Register `fn`, a function written in ember ops (a loss, a pooling, a convolution of
+    nn.functional), as the COMPOSITE op `name`: it is its own decomposition. An observing mode
+    (the profiler) gets the whole call; any other mode (a tracer, vmap) sees its ops one by
+    one; its autocast policy (`amp=`) is applied by the registry's wrapper. Returns the
+    published function, which the caller binds to the name:
+    ``mse_loss = composition("mse_loss", mse_loss, amp=FP32)``."""
+    op = OpDef(name, COMPOSITE, decomp=fn, function=False, method=False, **fields)
+
+    def dispatched(*args, **kwargs):
+        if state.modes and getattr(state.modes[-1], "observing", False):
+            return call_mode(op, fn, args, kwargs)
+        return fn(*args, **kwargs)
+    dispatched.__doc__ = fn.__doc__
+    dispatched.__wrapped__ = fn
+    dispatched._dispatches = True
+    return register(op, dispatched)
+
+
 # ---- fused C kernels: slots the compiler fills ------------------------------------------
 FUSED_KERNELS = []         # every FusedKernel, for the provider
 _provider = [None]

@@ -9,8 +9,10 @@ import numpy as np
 
 try:
     from ._make import B, I, L, S, Sample, Sm, T
+    from .samples_nn import NN_FUNCTIONAL
 except ImportError:  # run from this folder (pytest's rootdir-less import mode)
     from _make import B, I, L, S, Sample, Sm, T
+    from samples_nn import NN_FUNCTIONAL
 
 x34, x23, x234 = T((3, 4)), T((2, 3)), T((2, 3, 4))
 d34 = T((3, 4), "float64", "T")
@@ -361,7 +363,7 @@ NN = {
                     Sm(x23, B([True, False]))],
 }
 
-SPECIAL = {**VIEWS, **CREATION, **RANDOM, **COMPOSITE, **EXTERN, **NN,
+SPECIAL = {**VIEWS, **CREATION, **RANDOM, **COMPOSITE, **EXTERN, **NN, **NN_FUNCTIONAL,
            **{k: v for k, v in OTHER_REDUCTIONS.items() if k not in _EXTRA}}
 EXTRA = {k: OTHER_REDUCTIONS[k] for k in _EXTRA}
 

@@ -8,13 +8,13 @@ from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _scala
 class Adadelta(Optimizer):
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
                  capturable=False, maximize=False, differentiable=False):
-        if _scalar(lr) < 0.0:
+        if not 0.0 <= _scalar(lr):
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= rho <= 1.0:
             raise ValueError(f"Invalid rho value: {rho}")
-        if eps < 0.0:
+        if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        if weight_decay < 0.0:
+        if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         defaults = dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
                         maximize=maximize, capturable=capturable, foreach=foreach,

@@ -10,16 +10,16 @@ class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0,
                  initial_accumulator_value=0, eps=1e-10, foreach=None, *, maximize=False,
                  differentiable=False, fused=None):
-        if _scalar(lr) < 0.0:
+        if not 0.0 <= _scalar(lr):
             raise ValueError(f"Invalid learning rate: {lr}")
-        if lr_decay < 0.0:
+        if not 0.0 <= lr_decay:
             raise ValueError(f"Invalid lr_decay value: {lr_decay}")
-        if weight_decay < 0.0:
+        if not 0.0 <= weight_decay:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        if initial_accumulator_value < 0.0:
+        if not 0.0 <= initial_accumulator_value:
             raise ValueError("Invalid initial_accumulator_value value: "
                              f"{initial_accumulator_value}")
-        if eps < 0.0:
+        if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
         defaults = dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, foreach=foreach,

@@ -8,15 +8,15 @@ from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _lerp_
 
 
 def _check_adam_args(lr, betas, eps, weight_decay):
-    if _scalar(lr) < 0.0:
+    if not 0.0 <= _scalar(lr):
         raise ValueError(f"Invalid learning rate: {lr}")
-    if eps < 0.0:
+    if not 0.0 <= eps:
         raise ValueError(f"Invalid epsilon value: {eps}")
     if not 0.0 <= _scalar(betas[0]) < 1.0:
         raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
     if not 0.0 <= _scalar(betas[1]) < 1.0:
         raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
-    if weight_decay < 0.0:
+    if not 0.0 <= weight_decay:
         raise ValueError(f"Invalid weight_decay value: {weight_decay}")
 
 

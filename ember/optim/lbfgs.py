@@ -110,7 +110,7 @@ def _arr(x):
 class LBFGS(Optimizer):
     def __init__(self, params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-7,
                  tolerance_change=1e-9, history_size=100, line_search_fn=None):
-        if _scalar(lr) < 0.0:
+        if not 0.0 <= _scalar(lr):
             raise ValueError(f"Invalid learning rate: {lr}")
         if max_eval is None:
             max_eval = max_iter * 5 // 4

@@ -13,7 +13,7 @@ class NAdam(Optimizer):
                  momentum_decay=4e-3, decoupled_weight_decay=False, *, foreach=None,
                  maximize=False, capturable=False, differentiable=False):
         _check_adam_args(lr, betas, eps, weight_decay)
-        if momentum_decay < 0.0:
+        if not 0.0 <= momentum_decay:
             raise ValueError(f"Invalid momentum_decay value: {momentum_decay}")
         defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                         momentum_decay=momentum_decay,

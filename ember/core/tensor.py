@@ -315,6 +315,10 @@ class Tensor:
                                "tensor.detach().numpy() instead.")
         return self._data
 
+    # NumPy defers its binary operators to a Tensor operand (as torch's tensors ask, with
+    # the same priority): ``np.float32(3) * t`` is a Tensor that keeps autograd, not an array
+    __array_priority__ = 1000
+
     def __array__(self, dtype=None, copy=None):
         if data_access_hooks:
             _data_access(self, "__array__ (a call into NumPy)")

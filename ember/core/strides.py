@@ -111,7 +111,11 @@ def numel(shape):
 
 def wrap_dim(dim, ndim, scalar_ok=True):
     """Normalise a possibly negative dim; 0-dim tensors accept -1 and 0 like PyTorch."""
-    if not isinstance(dim, int):
+    if type(dim) is not int:
+        # torch refuses bools and floats as dims (TypeError); integer-likes are read with
+        # __index__ (a bool must not pass as 0/1: caches keyed on dims would confuse them)
+        if isinstance(dim, bool) or not hasattr(type(dim), "__index__"):
+            raise TypeError(f"a dimension must be int, not {type(dim).__name__}")
         dim = int(dim.__index__())
     n = ndim if ndim > 0 or not scalar_ok else 1
     if dim < -n or dim >= n:

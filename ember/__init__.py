@@ -148,8 +148,14 @@ def numel(input):
 
 
 def broadcast_shapes(*shapes):
+    """The shape that `shapes` broadcast to (torch.broadcast_shapes)."""
     from .core.strides import broadcast_shapes as _b
-    return Size(_b(*[(s,) if isinstance(s, builtins_int) else tuple(s) for s in shapes]))
+    shapes = [(s,) if isinstance(s, builtins_int) else tuple(s) for s in shapes]
+    for s in shapes:   # (`any` here is ember.any)
+        for d in s:
+            if d < 0:
+                raise ValueError("Attempting to broadcast a dimension with negative length!")
+    return Size(_b(*shapes))
 
 
 import builtins as _builtins  # noqa: E402

@@ -534,6 +534,8 @@ def vecdot(x, y, *, dim=-1, out=None):
 
 
 def multi_dot(tensors, *, out=None):
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     r = tensors[0]
     for t in tensors[1:]:
         r = r @ t

@@ -315,6 +315,12 @@ class Tensor:
                                "tensor.detach().numpy() instead.")
         return self._data
 
+    def __contains__(self, element):
+        if isinstance(element, (Tensor, bool, int, float, complex, np.generic)):
+            return bool((self == element).any())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you "
+                           f"passed in a {type(element)}.")
+
     # NumPy defers its binary operators to a Tensor operand (as torch's tensors ask, with
     # the same priority): ``np.float32(3) * t`` is a Tensor that keeps autograd, not an array
     __array_priority__ = 1000
@@ -347,14 +353,14 @@ class Tensor:
         if data_access_hooks:
             _data_access(self, "float()")
         if self._data.size != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return float(self._data.reshape(())[()])
 
     def __int__(self):
         if data_access_hooks:
             _data_access(self, "int()")
         if self._data.size != 1:
-            raise TypeError("only one element tensors can be converted to Python scalars")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return int(self._data.reshape(())[()])
 
     def __index__(self):

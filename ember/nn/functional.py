@@ -34,8 +34,16 @@ def _inplace(fn, input, inplace):
     return input.copy_(fn(src))
 
 
+def _floating_only(kernel_name, input):
+    """torch's NotImplementedError for an activation whose CPU kernel has no integral or bool
+    loop (``"elu_cpu" not implemented for 'Long'``)."""
+    if isinstance(input, ember.Tensor) and not input.dtype.is_floating_point:
+        raise _not_implemented(kernel_name, input.dtype)
+
+
 # ---- linear maps ----
 from ..ops.linalg import linear as _linear_op  # noqa: E402
+from ..dispatch import not_implemented as _not_implemented  # noqa: E402
 
 
 def linear(input, weight, bias=None):
@@ -44,6 +52,10 @@ def linear(input, weight, bias=None):
     >>> F.linear(ember.ones(2, 3), ember.ones(4, 3)).shape
     ember.Size([2, 4])
     """
+    for i, (name, t) in enumerate((("input", input), ("weight", weight))):
+        if not isinstance(t, ember.Tensor):
+            raise TypeError(f"linear(): argument '{name}' (position {i + 1}) must be Tensor, "
+                            f"not {type(t).__name__}")
     if _amp.autocast_enabled: input, weight, bias = _amp_cast("linear", input, weight, bias)
     return _linear_op(input, weight, bias)
 
@@ -82,7 +94,12 @@ def relu_(input):
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to ``[min_val, max_val]``; the gradient is zero at and beyond the bounds."""
     if min_val > max_val:
-        raise RuntimeError("min_val cannot be greater than max_val")
+        raise ValueError("min_val cannot be greater than max_val")
+    if isinstance(input, ember.Tensor) and input.dtype is ember.bool:
+        raise RuntimeError("Bool inputs not supported for hardtanh")
+    if isinstance(input, ember.Tensor) and not input.dtype.is_floating_point:
+        # integers keep their dtype (the bounds are converted to it, as torch does)
+        return _inplace(lambda x: x.clamp(int(min_val), int(max_val)), input, inplace)
     return _inplace(lambda x: ember.where(x <= min_val, min_val,
                                           ember.where(x >= max_val, max_val, x)),
                     input, inplace)
@@ -95,6 +112,7 @@ def relu6(input, inplace=False):
 
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """``input`` where positive, ``negative_slope * input`` elsewhere."""
+    _floating_only("leaky_relu_cpu", input)
     return _inplace(lambda x: ember.where(x > 0, x, x * negative_slope), input, inplace)
 
 
@@ -115,6 +133,7 @@ prelu = _composition("prelu", prelu, amp=_LOWP)
 
 def elu(input, alpha=1.0, inplace=False):
     """``input`` where positive, ``alpha * (exp(input) - 1)`` elsewhere."""
+    _floating_only("elu_cpu", input)
     # clamp before expm1: the unused branch must not overflow (inf * 0 = nan in backward)
     return _inplace(lambda x: ember.where(x > 0, x, ember.clamp_max(x, 0).expm1() * alpha),
                     input, inplace)
@@ -126,11 +145,13 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def selu(input, inplace=False):
     """``scale * elu(input, alpha)`` with the self-normalising constants."""
+    _floating_only("elu_cpu", input)
     return _inplace(lambda x: elu(x, _SELU_ALPHA) * _SELU_SCALE, input, inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
     """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``."""
+    _floating_only("elu_cpu", input)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _inplace(lambda x: ember.where(x > 0, x, (ember.clamp_max(x, 0) / alpha).expm1()
@@ -139,11 +160,13 @@ def celu(input, alpha=1.0, inplace=False):
 
 def silu(input, inplace=False):
     """``x * sigmoid(x)`` (swish)."""
+    _floating_only("silu_cpu", input)
     return _inplace(lambda x: x * x.sigmoid(), input, inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
+    _floating_only("softplus_cpu", input)
     z = input * beta
     soft = ember.clamp_max(z, threshold).exp().log1p() / beta
     return ember.where(z > threshold, input, soft)
@@ -151,6 +174,7 @@ def softplus(input, beta=1.0, threshold=20.0):
 
 def mish(input, inplace=False):
     """``x * tanh(softplus(x))``."""
+    _floating_only("mish_cpu", input)
     return _inplace(lambda x: x * softplus(x).tanh(), input, inplace)
 
 
@@ -161,12 +185,14 @@ def softsign(input):
 
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``."""
+    _floating_only("hardswish_cpu", input)
     return _inplace(lambda x: ember.where(x <= -3, 0.0, ember.where(x >= 3, x, x * (x + 3) / 6)),
                     input, inplace)
 
 
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``."""
+    _floating_only("hardsigmoid_cpu", input)
     return _inplace(lambda x: ember.where(x <= -3, 0.0, ember.where(x >= 3, 1.0, x / 6 + 0.5)),
                     input, inplace)
 
@@ -181,6 +207,7 @@ def sigmoid(input):
 
 def logsigmoid(input):
     """``log(sigmoid(x))``, computed stably as ``-softplus(-x)``."""
+    _floating_only("log_sigmoid_cpu", input)
     return -softplus(-input)
 
 
@@ -197,6 +224,7 @@ def glu(input, dim=-1):
     """Gated linear unit: split `dim` in halves ``a, b`` and return ``a * sigmoid(b)``."""
     if input.dim() == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    _floating_only("glu_cpu", input)
     n = input.shape[dim]
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension "
@@ -214,13 +242,17 @@ def softshrink(input, lambd=0.5):
     """Shrink towards 0 by `lambd`; 0 inside ``[-lambd, lambd]``."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    _floating_only("softshrink_check", input)
+    # NaN compares false everywhere: it falls through to the last branch and stays NaN
     return ember.where(input > lambd, input - lambd,
-                       ember.where(input < -lambd, input + lambd, 0.0))
+                       ember.where(input < -lambd, input + lambd, input * 0))
 
 
 def hardshrink(input, lambd=0.5):
     """``input`` outside ``[-lambd, lambd]``, else 0."""
-    return ember.where((input > lambd) | (input < -lambd), input, 0.0)
+    _floating_only("hardshrink_cpu", input)
+    # NaN stays NaN, as in torch: only values inside the band become 0
+    return ember.where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 def elu_(input, alpha=1.0):

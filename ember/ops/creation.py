@@ -191,6 +191,15 @@ def from_dlpack(ext):
     return from_numpy(np.from_dlpack(ext))
 
 
+def _sizes(sizes, size):
+    """The size of a factory called as ``f(2, 3)``, ``f((2, 3))`` or ``f(size=(2, 3))``."""
+    if size is None:
+        return sizes
+    if sizes:
+        raise TypeError("got multiple values for argument 'size'")
+    return (size,)
+
+
 def _size_args(size):
     if not size:
         raise TypeError('missing 1 required positional arguments: "size"')
@@ -226,22 +235,22 @@ def _filled(fill, size, dtype, device, requires_grad, out):
     return _finish(arr, dt, requires_grad, device)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+def zeros(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False):
     """A tensor of zeros: ``ember.zeros(2, 3)`` or ``ember.zeros((2, 3), dtype=ember.int64)``."""
-    return _filled(0, size, dtype, device, requires_grad, out)
+    return _filled(0, _sizes(sizes, size), dtype, device, requires_grad, out)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+def ones(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
          pin_memory=False):
     """A tensor of ones."""
-    return _filled(1, size, dtype, device, requires_grad, out)
+    return _filled(1, _sizes(sizes, size), dtype, device, requires_grad, out)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False, out=None, layout=None,
+def empty(*sizes, size=None, dtype=None, device=None, requires_grad=False, out=None, layout=None,
           pin_memory=False, memory_format=None):
     """An uninitialised tensor (ember fills it with zeros, so reads are deterministic)."""
-    return _filled(0, size, dtype, device, requires_grad, out)
+    return _filled(0, _sizes(sizes, size), dtype, device, requires_grad, out)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=None,

@@ -194,20 +194,30 @@ class _IndexFn:
         return a[self.idx]
 
 
+def _strip_leading_ones(value, ndim):
+    """torch drops a value's leading size-1 dims beyond the target's rank before it
+    broadcasts (``x[0] = ember.tensor([5.0])`` writes one element)."""
+    while value._data.ndim > ndim and value._data.shape[0] == 1:
+        value = value.squeeze(0)
+    return value
+
+
 def setitem(self, index, value):
     idx, advanced = _normalise(self, index)
     if not advanced:
         view = getitem(self, index)
         if isinstance(value, Tensor):
-            view.copy_(value)
+            view.copy_(_strip_leading_ones(value, view._data.ndim))
         else:
             view.fill_(value) if view._data.ndim == 0 or not isinstance(
                 value, (list, tuple)) else view.copy_(wrap(np.asarray(value), self.dtype))
         return
     graph.check_inplace(self)
-    v = value._data if isinstance(value, Tensor) else value
     try:
         target = self._data[idx]
+        if isinstance(value, Tensor):
+            value = _strip_leading_ones(value, target.ndim)
+        v = value._data if isinstance(value, Tensor) else value
         np.broadcast_to(v, target.shape)
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None

@@ -30,15 +30,19 @@ class _CatNode(graph.Node):
 _CatNode.__name__ = "CatBackward0"
 
 
+def _check_tensor_list(tensors):
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+
+
 def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"expected Tensor as element in argument 0, but got "
-                            f"{type(t).__name__}")
+    _check_tensor_list(tensors)
     live = [t for t in tensors if not (t._data.ndim == 1 and t._data.shape[0] == 0)]
     dt = tensors[0].dtype
     for t in tensors[1:]:
@@ -98,6 +102,7 @@ def stack(tensors, dim=0, *, out=None):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
+    _check_tensor_list(tensors)
     shape = tensors[0]._data.shape
     for i, t in enumerate(tensors):
         if t._data.shape != shape:
@@ -173,6 +178,10 @@ def tensor_split(input, indices_or_sections, dim=0):
     if isinstance(ios, int):
         if ios <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {ios}")
+        if ios >= 1 << 63:   # torch reads the count as an int64
+            raise ValueError("Overflow when unpacking long long")
+        if ios > 1 << 32:    # more results than torch's vector holds (ember: out of memory)
+            raise RuntimeError("cannot create std::vector larger than max_size()")
         q, r = divmod(size, ios)
         bounds, start = [], 0
         for k in range(ios):

@@ -11,7 +11,7 @@ import numpy as np
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .creation import _size_args, _finish, _dtype_or_default
+from .creation import _size_args, _sizes, _finish, _dtype_or_default
 from .registry import OpDef, RANDOM, register, register_each, METHODS
 
 
@@ -89,19 +89,19 @@ def _float_dtype(dtype, name):
     return dt
 
 
-def rand(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
          layout=None, pin_memory=False):
     """Uniform samples on [0, 1)."""
     dt = _float_dtype(dtype, "check_uniform_bounds")
-    arr = _rng(generator).random(_size_args(size), dtype=np.float64)
+    arr = _rng(generator).random(_size_args(_sizes(sizes, size)), dtype=np.float64)
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
 
-def randn(*size, generator=None, dtype=None, device=None, requires_grad=False, out=None,
+def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           layout=None, pin_memory=False):
     """Standard normal samples."""
     dt = _float_dtype(dtype, "normal_kernel_cpu")
-    arr = _rng(generator).standard_normal(_size_args(size))
+    arr = _rng(generator).standard_normal(_size_args(_sizes(sizes, size)))
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
 
@@ -264,15 +264,22 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _fill(self, _rng(generator).exponential(1.0 / lambd, self._data.shape))
 
 
+# the parameter checks are torch's (RuntimeError, its wording); `not x > 0` also refuses NaN
 def cauchy_(self, median=0.0, sigma=1.0, *, generator=None):
+    if not sigma > 0:
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
     return _fill(self, median + sigma * _rng(generator).standard_cauchy(self._data.shape))
 
 
 def log_normal_(self, mean=1.0, std=2.0, *, generator=None):
+    if not std > 0:
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
     return _fill(self, _rng(generator).lognormal(mean, std, self._data.shape))
 
 
 def geometric_(self, p, *, generator=None):
+    if not 0 < p < 1:
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
     return _fill(self, _rng(generator).geometric(p, self._data.shape))
 
 

@@ -467,7 +467,7 @@ def _parse_to(args, kwargs):
     for a in args:
         if isinstance(a, Tensor):
             dtype, dev = a.dtype, a.device
-        elif isinstance(a, D.dtype):
+        elif isinstance(a, D.dtype) or a in (float, int, bool):   # to(float): float64
             dtype = a
         elif isinstance(a, (str, Device, int)) and not isinstance(a, bool):
             dev = a

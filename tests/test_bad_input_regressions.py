@@ -1,0 +1,116 @@
+"""Regression tests for bad (and unusual but valid) input found by the differential fuzzer of
+issue 19: each case runs on torch and on ember with the same arguments, and ember must give
+torch's answer: the same exception class, or an equal result (values, shape, dtype)."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import ember
+
+NAN = math.nan
+
+
+def _setitem(lib, target_shape, index, value_shape):
+    y = lib.zeros(*target_shape)
+    y[index] = lib.arange(1.0, 1 + int(np.prod(value_shape))).reshape(value_shape)
+    return y
+
+
+CASES = {
+    # Python conversions of a tensor with several elements: ValueError (not TypeError)
+    "float of 3 elements": lambda lib: float(lib.ones(3)),
+    "int of 3 elements": lambda lib: int(lib.ones(3)),
+    "complex of 3 elements": lambda lib: complex(lib.ones(3)),
+    # `in` with a non-tensor, non-number
+    "contains str": lambda lib: "a" in lib.ones(3),
+    "contains None": lambda lib: None in lib.ones(3),
+    "contains number": lambda lib: 1.0 in lib.ones(3),
+    "contains tensor": lambda lib: lib.tensor(2.0) in lib.ones(3),
+    # factories take size= by keyword
+    "zeros(size=)": lambda lib: lib.zeros(size=(2, 3)),
+    "ones(size=)": lambda lib: lib.ones(size=[2]),
+    "empty(size=).shape": lambda lib: lib.empty(size=(1, 2)).shape,
+    "rand(size=).shape": lambda lib: lib.rand(size=(2,)).shape,
+    "randn(size=).shape": lambda lib: lib.randn(size=(3,)).shape,
+    "zeros(2, size=)": lambda lib: lib.zeros(2, size=(2, 3)),
+    # __setitem__ drops the value's leading size-1 dims; a real mismatch is refused
+    "setitem [0] = [5.]": lambda lib: _setitem(lib, (3,), 0, (1,)),
+    "setitem [1] = (1, 1, 3)": lambda lib: _setitem(lib, (2, 3), 1, (1, 1, 3)),
+    "setitem [idx] = (1, 2)": lambda lib: _setitem(lib, (4,), lib.tensor([0, 2]), (1, 2)),
+    "setitem [0:2] = (3,)": lambda lib: _setitem(lib, (3,), slice(0, 2), (3,)),
+    # shapes
+    "broadcast_shapes with -1": lambda lib: lib.broadcast_shapes((2, 3, 1), (-1,)),
+    "tensor_split 2**63 sections": lambda lib: lib.tensor_split(lib.ones(3, 3), 2 ** 63, 1),
+    "tensor_split 2**62 sections": lambda lib: lib.tensor_split(lib.ones(3, 3), 2 ** 62, 1),
+    "multi_dot of one matrix": lambda lib: lib.linalg.multi_dot([lib.ones(2, 2)]),
+    # wrong types of tensor arguments: TypeError, not an AttributeError from inside
+    "stack with None": lambda lib: lib.stack([lib.ones(2), None]),
+    "cat with None": lambda lib: lib.cat([lib.ones(2), None]),
+    "linear weight None": lambda lib: lib.nn.functional.linear(lib.ones(2), None),
+    "linear input None": lambda lib: lib.nn.functional.linear(None, lib.ones(2, 2)),
+    # Module.to(float) is float64
+    "Module.to(float)": lambda lib: lib.nn.Linear(2, 2).to(float).weight.dtype,
+    "Module.to(int)": lambda lib: lib.nn.Linear(2, 2).to(int),
+    # distribution parameters out of range
+    "cauchy_ sigma < 0": lambda lib: lib.ones(2).cauchy_(0, -1.0),
+    "cauchy_ sigma = 0": lambda lib: lib.ones(2).cauchy_(0, 0.0),
+    "geometric_ p > 1": lambda lib: lib.ones(2).geometric_(1.5),
+    "geometric_ p = 0": lambda lib: lib.ones(2).geometric_(0.0),
+    "geometric_ p nan": lambda lib: lib.ones(2).geometric_(NAN),
+    "log_normal_ std < 0": lambda lib: lib.ones(2).log_normal_(0, -1.0),
+    # activations: bounds, dtypes, NaN
+    "hardtanh min > max": lambda lib: lib.nn.functional.hardtanh(lib.ones(3), 2.0, 1.0),
+    "hardtanh bool": lambda lib: lib.nn.functional.hardtanh(lib.ones(3, dtype=lib.bool)),
+    "hardtanh int": lambda lib: lib.nn.functional.hardtanh(lib.arange(-3, 3)),
+    "hardshrink nan": lambda lib: lib.nn.functional.hardshrink(
+        lib.tensor([NAN, 0.3, -2.0, 2.0, -0.5])),
+    "softshrink nan": lambda lib: lib.nn.functional.softshrink(
+        lib.tensor([NAN, 0.3, -2.0, 2.0, math.inf])),
+}
+for _name in ("elu", "selu", "celu", "silu", "softplus", "mish", "hardswish", "hardsigmoid",
+              "logsigmoid", "leaky_relu", "hardshrink", "softshrink", "glu"):
+    for _dt in ("int64", "bool"):
+        CASES[f"{_name} {_dt}"] = (lambda lib, n=_name, d=_dt: getattr(lib.nn.functional, n)(
+            lib.ones(2, 2, dtype=getattr(lib, d))))
+
+
+def _outcome(fn, lib):
+    try:
+        return "ok", fn(lib)
+    except Exception as e:   # noqa: BLE001 - the class is what is compared
+        return "raise", type(e)
+
+
+def _plain(v):
+    if isinstance(v, (torch.Tensor, ember.Tensor)):
+        return ("tensor", str(v.dtype).split(".")[-1], tuple(v.shape),
+                np.asarray(v.detach().numpy()).tolist())
+    if isinstance(v, (torch.dtype, ember.dtype)):
+        return ("dtype", str(v).split(".")[-1])
+    if isinstance(v, (tuple, list)) and not isinstance(v, (torch.Size, ember.Size)):
+        return tuple(_plain(x) for x in v)
+    if isinstance(v, (torch.Size, ember.Size)):
+        return ("size", tuple(v))
+    return v
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_same_answer_as_torch(name):
+    tk, tv = _outcome(CASES[name], torch)
+    ek, ev = _outcome(CASES[name], ember)
+    assert ek == tk, f"{name}: torch {tk} {tv}, ember {ek} {ev}"
+    if tk == "raise":
+        assert issubclass(ev, tv) or (tv is NotImplementedError and ev is NotImplementedError), \
+            f"{name}: torch raises {tv.__name__}, ember {ev.__name__}"
+    else:
+        a, b = _plain(ev), _plain(tv)
+        assert str(a) == str(b), f"{name}: ember {a} != torch {b}"
+
+
+def test_activation_messages_name_torchs_kernel():
+    with pytest.raises(NotImplementedError, match="\"elu_cpu\" not implemented for 'Long'"):
+        ember.nn.functional.elu(ember.ones(2, dtype=ember.int64))
+    with pytest.raises(NotImplementedError, match="\"log_sigmoid_cpu\" not implemented for 'Bool'"):
+        ember.nn.functional.logsigmoid(ember.ones(2, dtype=ember.bool))

@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test bench clean sysdeps
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -14,8 +14,25 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(VPY) -m ember.examples.gpt
 
-test: $(STAMP)
+test: $(STAMP) sysdeps
 	$(VPY) -m pytest -n 2 tests
+
+# System packages some tests use: Debian's chromium (the memory viewer's page is tested in a
+# real browser), graphviz's `dot` (autograd graph rendering) and g++ (C++ extensions). As
+# root with apt they are installed when missing; elsewhere those tests skip, unless
+# EMBER_REQUIRE_BROWSER=1 (set by .ci/run) makes the browser test fail instead.
+SYSPKGS := chromium:chromium dot:graphviz g++:g++
+sysdeps:
+	@missing=""; for pair in $(SYSPKGS); do cmd=$${pair%%:*}; pkg=$${pair#*:}; \
+	  command -v $$cmd >/dev/null 2>&1 || missing="$$missing $$pkg"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing:$$missing"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	    { apt-get update -q >/dev/null 2>&1 && \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } || \
+	    echo "could not install$$missing: the tests that need them will skip"; \
+	  else echo "not installed:$$missing (the tests that need them will skip)"; fi; fi
 
 bench: $(STAMP)
 	$(VPY) -m benchmarks

@@ -212,6 +212,7 @@ from . import nn  # noqa: E402,F401
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
+from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
 from . import amp  # noqa: E402,F401
 from .amp import (autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled,  # noqa: E402,F401
                   set_autocast_dtype, is_autocast_cpu_enabled, get_autocast_cpu_dtype,
@@ -219,6 +220,7 @@ from .amp import (autocast, is_autocast_enabled, get_autocast_dtype, set_autocas
 from .autograd import is_anomaly_enabled, set_detect_anomaly  # noqa: E402,F401
 
 from . import profiler  # noqa: E402,F401
+from . import memory  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401
 from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E402

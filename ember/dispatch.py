@@ -12,6 +12,7 @@ import numpy as np
 from .core import dtype as D
 from .core.tensor import Tensor, _init, _new
 from .core.strides import broadcast_shapes
+from .core import memory_stats
 from .autograd.grad_mode import state, call_mode  # noqa: F401  (the mode seam)
 from .autograd import graph
 
@@ -394,6 +395,7 @@ def copy_into_out(out, result):
     if out._data.shape != result._data.shape:
         out._data = np.empty(result._data.shape, out.dtype.np)
         out._storage = None
+        memory_stats.note(out._data)
     np.copyto(out._data, result._data, casting="unsafe")
     out._bump_version()
     return out

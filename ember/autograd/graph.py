@@ -17,6 +17,7 @@ import numpy as np
 from .grad_mode import state
 from ..core.tensor import Tensor
 from ..core.dtype import torch_name
+from .graph_dot import to_dot  # noqa: F401  (ember.autograd.graph.to_dot draws a graph)
 
 
 class Node:

@@ -31,6 +31,10 @@ data_access_hooks = []
 #   data for the legacy constructor ``Tensor(data)``.
 grad_mode_state = None
 array_from_data = None
+# - ember/core/memory_stats.py sets `memory_hook(arr)` when memory counting is switched on
+#   (the first call to a memory API): `_init` hands it each new tensor's array. Off, it
+#   costs one global test per new tensor.
+memory_hook = None
 
 
 def _data_access(t, what):
@@ -435,6 +439,8 @@ def _init(t, arr, dtype):
     t._post_acc_hooks = None
     t._output_nr = 0
     t._inference = False
+    if memory_hook is not None:
+        memory_hook(arr)
 
 
 def _torch_empty_strides(arr):

@@ -14,6 +14,7 @@ from ..core.device import to_device
 from ..core.tensor import Tensor, _init, preserve_format, channels_last, channels_last_3d
 from ..core import strides as S
 from ..core import tensor as _tensor_module
+from ..core import memory_stats
 from numpy.lib.stride_tricks import as_strided as _as_strided
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
@@ -231,6 +232,7 @@ def _filled(fill, size, dtype, device, requires_grad, out):
     if out is not None:
         out._data = arr
         out._storage = None
+        memory_stats.note(arr)
         return out
     return _finish(arr, dt, requires_grad, device)
 

@@ -5,13 +5,23 @@ Tensor methods and operators) runs inside a timed span, and times the backward e
 per-node call; `__exit__` pops it. The mode only observes: ops take the same paths as
 unprofiled (a composite op is one span around its fast path, see ember/ops/nn_ops.py). Spans nest, so an op's self time excludes the ops it
 called. Names are ``ember::<op>`` and ``autograd::engine::evaluate_function: <Node>``.
+
+``profile_memory=True`` switches memory counting on (ember/core/memory_stats.py) and gives
+each span the bytes allocated minus freed while it ran (``cpu_memory_usage``; without its
+children's: ``self_cpu_memory_usage``), the table's "CPU Mem" columns, and a ``[memory]``
+instant event per allocation and free in the Chrome trace, as torch writes them.
+``with_stack=True`` keeps the user's frames of each span (``stack``), which
+``key_averages(group_by_stack_n=N)`` groups by.
 """
 import json
 import os
+import sys
 import threading
 import time
 from collections import defaultdict
 from enum import Enum
+
+from ..core import memory_stats as _ms
 
 _lock = threading.Lock()
 _active = [None]
@@ -24,11 +34,15 @@ class ProfilerActivity(Enum):
 
 class FunctionEvent:
     """One timed span: name, start/end (ns, perf_counter), self time, thread, depth."""
-    __slots__ = ("name", "start_ns", "end_ns", "self_ns", "thread", "depth", "shapes")
+    __slots__ = ("name", "start_ns", "end_ns", "self_ns", "thread", "depth", "shapes",
+                 "cpu_memory_usage", "self_cpu_memory_usage", "stack")
 
-    def __init__(self, name, start_ns, end_ns, self_ns, thread, depth, shapes=None):
+    def __init__(self, name, start_ns, end_ns, self_ns, thread, depth, shapes=None,
+                 mem=0, self_mem=0, stack=None):
         self.name, self.start_ns, self.end_ns = name, start_ns, end_ns
         self.self_ns, self.thread, self.depth, self.shapes = self_ns, thread, depth, shapes
+        self.cpu_memory_usage, self.self_cpu_memory_usage = mem, self_mem
+        self.stack = stack or []
 
     @property
     def cpu_time_total(self):
@@ -49,6 +63,8 @@ class _Average:
     def __init__(self, key):
         self.key, self.count, self.cpu_time_total, self.self_cpu_time_total = key, 0, 0.0, 0.0
         self.input_shapes = None
+        self.cpu_memory_usage = self.self_cpu_memory_usage = 0
+        self.stack = []
 
     @property
     def cpu_time(self):
@@ -68,8 +84,20 @@ def _fmt_us(us):
     return f"{us:.3f}us"
 
 
+def _fmt_mem(n):
+    """torch's memory cells: "256.00 KB", "-8 B" (1 KB = 1024 B)."""
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("KB", 1 << 10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n} B"
+
+
 class EventList(list):
     """A list of events or averages, with PyTorch's ``table()``."""
+
+    def __init__(self, items=(), profile_memory=False, stack_n=0):
+        super().__init__(items)
+        self._profile_memory, self._stack_n = profile_memory, stack_n
 
     def table(self, sort_by=None, row_limit=100, max_name_column_width=55, **kwargs):
         rows = list(self)
@@ -79,8 +107,11 @@ class EventList(list):
         rows = rows[:row_limit] if row_limit and row_limit > 0 else rows
         self_total = sum(r.self_cpu_time_total for r in self) or 1.0
         name_w = min(max([len(r.key) for r in rows] + [4]), max_name_column_width)
+        mem = self._profile_memory
         head = (f"{'Name':<{name_w}}  {'Self CPU %':>10}  {'Self CPU':>11}  {'CPU total %':>11}  "
-                f"{'CPU total':>11}  {'CPU time avg':>12}  {'# of Calls':>10}")
+                f"{'CPU total':>11}  {'CPU time avg':>12}  "
+                + (f"{'CPU Mem':>12}  {'Self CPU Mem':>12}  " if mem else "")
+                + f"{'# of Calls':>10}" + ("  Source Location" if self._stack_n else ""))
         line = "-" * len(head)
         out = [line, head, line]
         for r in rows:
@@ -89,7 +120,12 @@ class EventList(list):
                        f"{_fmt_us(r.self_cpu_time_total):>11}  "
                        f"{100 * r.cpu_time_total / self_total:>10.2f}%  "
                        f"{_fmt_us(r.cpu_time_total):>11}  {_fmt_us(r.cpu_time):>12}  "
-                       f"{r.count:>10}")
+                       + (f"{_fmt_mem(r.cpu_memory_usage):>12}  "
+                          f"{_fmt_mem(r.self_cpu_memory_usage):>12}  " if mem else "")
+                       + f"{r.count:>10}"
+                       + (f"  {r.stack[0] if r.stack else ''}" if self._stack_n else ""))
+            for frame in (r.stack[1:self._stack_n] if self._stack_n else ()):
+                out.append(" " * (len(head) - len("Source Location")) + frame)
         out.append(line)
         out.append(f"Self CPU time total: {_fmt_us(self_total)}")
         return "\n".join(out)
@@ -105,6 +141,9 @@ class profile:
                  with_stack=False, with_flops=False, with_modules=False, schedule=None,
                  on_trace_ready=None, use_cuda=None, enabled=True):
         self.record_shapes = record_shapes
+        self.profile_memory = profile_memory
+        self.with_stack = with_stack
+        self._memory_events = []
         self.enabled = enabled
         self.on_trace_ready = on_trace_ready
         self._events = []
@@ -120,8 +159,9 @@ class profile:
 
     def _span(self, name, fn, args, kwargs):
         stack = self._stack()
-        frame = [0]                      # time spent in child spans
+        frame = [0, 0]                   # time and net bytes of the child spans
         stack.append(frame)
+        m0 = _ms.current()               # net bytes of the span: allocated - freed
         start = time.perf_counter_ns()
         try:
             return fn(*args, **kwargs)
@@ -129,13 +169,16 @@ class profile:
             end = time.perf_counter_ns()
             stack.pop()
             dur = end - start
+            used = _ms.current() - m0 if self.profile_memory else 0
             if stack:
                 stack[-1][0] += dur
+                stack[-1][1] += used
             shapes = None
             if self.record_shapes:
                 shapes = [list(a.shape) if hasattr(a, "_data") else [] for a in args]
-            self._events.append(FunctionEvent(name, start, end, dur - frame[0],
-                                              threading.get_ident(), len(stack), shapes))
+            self._events.append(FunctionEvent(
+                name, start, end, dur - frame[0], threading.get_ident(), len(stack), shapes,
+                used, used - frame[1], _user_stack() if self.with_stack else None))
 
     # ---- install / uninstall ----
     def __enter__(self):
@@ -146,12 +189,20 @@ class profile:
                 raise RuntimeError("Profiler is already enabled on this thread")
             _active[0] = self
             self._install()
+        if self.profile_memory:
+            _ms.enable()
+            _ms.add_listener(self._on_memory)
         self._t0 = time.perf_counter_ns()
         return self
+
+    def _on_memory(self, address, nbytes):
+        self._memory_events.append((time.perf_counter_ns(), address, nbytes,
+                                    _ms.current(), threading.get_ident()))
 
     def __exit__(self, *exc):
         if not self.enabled:
             return False
+        _ms.remove_listener(self._on_memory)
         with _lock:
             for obj, name, original in reversed(self._patches):
                 setattr(obj, name, original)
@@ -178,35 +229,71 @@ class profile:
 
     # ---- results ----
     def events(self):
-        return EventList(self._events)
+        return EventList(self._events, self.profile_memory)
 
     def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
         groups = defaultdict(lambda: None)
         out = {}
         for e in self._events:
             key = (e.name, str(e.shapes)) if group_by_input_shape else e.name
+            if group_by_stack_n:
+                key = (key, tuple(e.stack[:group_by_stack_n]))
             avg = out.get(key)
             if avg is None:
                 avg = out[key] = _Average(e.name)
                 avg.input_shapes = e.shapes
+                avg.stack = e.stack[:group_by_stack_n] if group_by_stack_n else e.stack
             avg.count += 1
             avg.cpu_time_total += e.cpu_time_total
             avg.self_cpu_time_total += e.self_cpu_time_total
+            avg.cpu_memory_usage += e.cpu_memory_usage
+            avg.self_cpu_memory_usage += e.self_cpu_memory_usage
         del groups
-        return EventList(out.values())
+        return EventList(out.values(), self.profile_memory, group_by_stack_n)
 
     def export_chrome_trace(self, path):
         """Write the spans as Chrome trace events (opens in Perfetto / chrome://tracing)."""
-        t0 = min((e.start_ns for e in self._events), default=0)
+        t0 = min([e.start_ns for e in self._events] + [m[0] for m in self._memory_events],
+                 default=0)
         pid = os.getpid()
-        trace = {"traceEvents": [
-            {"name": e.name, "ph": "X", "cat": "cpu_op", "ts": (e.start_ns - t0) / 1e3,
-             "dur": (e.end_ns - e.start_ns) / 1e3, "pid": pid, "tid": e.thread,
-             "args": {"Input Dims": e.shapes} if e.shapes is not None else {}}
-            for e in self._events], "displayTimeUnit": "ms"}
+        events = []
+        for e in self._events:
+            args = {"Input Dims": e.shapes} if e.shapes is not None else {}
+            if self.profile_memory:
+                args["CPU Mem"] = e.cpu_memory_usage
+                args["Self CPU Mem"] = e.self_cpu_memory_usage
+            if e.stack:
+                args["Call stack"] = ";".join(e.stack)
+            events.append({"name": e.name, "ph": "X", "cat": "cpu_op",
+                           "ts": (e.start_ns - t0) / 1e3, "dur": (e.end_ns - e.start_ns) / 1e3,
+                           "pid": pid, "tid": e.thread, "args": args})
+        # torch's memory events: an instant per allocation (Bytes > 0) and free (Bytes < 0)
+        for t_ns, address, nbytes, total, tid in self._memory_events:
+            events.append({"name": "[memory]", "ph": "i", "s": "t", "cat": "cpu_instant_event",
+                           "ts": (t_ns - t0) / 1e3, "pid": pid, "tid": tid,
+                           "args": {"Addr": address or 0, "Bytes": nbytes,
+                                    "Total Allocated": total, "Total Reserved": total,
+                                    "Device Type": 0, "Device Id": -1}})
+        trace = {"traceEvents": events, "displayTimeUnit": "ms"}
         with open(path, "w") as f:
             json.dump(trace, f)
         return path
+
+
+_EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _user_stack(limit=8):
+    """The caller's frames outside ember, innermost first, as torch writes them:
+    ``file.py(12): function``."""
+    out = []
+    f = sys._getframe(2)
+    while f is not None and len(out) < limit:
+        fn = f.f_code.co_filename
+        if not fn.startswith(_EMBER_DIR):
+            out.append(f"{fn}({f.f_lineno}): {f.f_code.co_name}")
+        f = f.f_back
+    return out
 
 
 class _ProfilerMode:
@@ -248,8 +335,9 @@ class record_function:
         prof = _active[0]
         self._prof = prof
         if prof is not None:
-            self._frame = [0]
+            self._frame = [0, 0]
             prof._stack().append(self._frame)
+            self._mem0 = _ms.current()
             self._start = time.perf_counter_ns()
         return self
 
@@ -261,10 +349,14 @@ class record_function:
         stack = prof._stack()
         stack.pop()
         dur = end - self._start
+        used = _ms.current() - self._mem0 if prof.profile_memory else 0
         if stack:
             stack[-1][0] += dur
-        prof._events.append(FunctionEvent(self.name, self._start, end, dur - self._frame[0],
-                                          threading.get_ident(), len(stack)))
+            stack[-1][1] += used
+        prof._events.append(FunctionEvent(
+            self.name, self._start, end, dur - self._frame[0], threading.get_ident(),
+            len(stack), None, used, used - self._frame[1],
+            _user_stack() if prof.with_stack else None))
         return False
 
     def __call__(self, fn):

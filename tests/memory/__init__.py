@@ -1,0 +1,1 @@
+"""The memory tests (ember.memory, the viewer, the profiler's memory columns)."""

@@ -12,6 +12,7 @@ import numpy as np
 
 import ember
 from ..dispatch import wrap, with_mode_seam
+from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.matmul import record_fn
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _tap_slices, _crop,
@@ -44,6 +45,7 @@ def _tap_gather(x, tap, ks, stride, dil, pads, out, values=None):
     return record_fn("MaxPoolBackward0", (x,), (res,), backward)[0]
 
 
+_tap_gather.batch = _fold_batch    # vmap: samples are independent along N
 _tap_gather = with_mode_seam("F_tap_gather", _tap_gather)  # traced as one call
 
 
@@ -82,6 +84,7 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
     return record_fn("MaxPoolBackwardBackward0", (g,), (res,), backward)[0]
 
 
+_tap_scatter.batch = _fold_batch    # vmap: samples are independent along N
 _tap_scatter = with_mode_seam("F_tap_scatter", _tap_scatter)  # traced as one call
 
 
@@ -171,6 +174,7 @@ def _max_pool_select(x, ks, st, dil, pads, out):
     return wrap(tap, ember.int64), wrap(best, x.dtype)
 
 
+_max_pool_select.batch = _fold_batch    # vmap: samples are independent along N
 _max_pool_select = with_mode_seam("F_max_pool_select", _max_pool_select)  # traced as one call
 
 
@@ -225,6 +229,7 @@ def _max_pool_indices(tap, ks, st, pad, dil, size, out):
     return wrap(flat.astype(np.int64), ember.int64)
 
 
+_max_pool_indices.batch = _fold_batch    # vmap: samples are independent along N
 _max_pool_indices = with_mode_seam("F_max_pool_indices", _max_pool_indices)  # traced as one call
 
 
@@ -290,6 +295,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Mean over sliding windows of (N, C, L)."""
     return _avg_poolnd(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, None)
+avg_pool1d.batch = _fold_batch    # vmap: channels are independent
 avg_pool1d = with_mode_seam("F.avg_pool1d", avg_pool1d)  # traced as one call
 
 
@@ -298,6 +304,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Mean over sliding windows of (N, C, H, W) (or sum / `divisor_override`)."""
     return _avg_poolnd(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
+avg_pool2d.batch = _fold_batch    # vmap: channels are independent
 avg_pool2d = with_mode_seam("F.avg_pool2d", avg_pool2d)  # traced as one call
 
 
@@ -306,6 +313,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     if _amp.autocast_enabled: return _amp_fp32(avg_pool3d, **locals())
     return _avg_poolnd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
+avg_pool3d.batch = _fold_batch    # vmap: channels are independent
 avg_pool3d = with_mode_seam("F.avg_pool3d", avg_pool3d)  # traced as one call
 
 

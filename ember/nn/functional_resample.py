@@ -11,6 +11,7 @@ import numpy as np
 
 import ember
 from ..dispatch import wrap, with_mode_seam
+from ..ops.batch_rules import fold_batch as _fold_batch
 from ..amp.policy import state as _amp, cast_inputs as _amp_cast, run_fp32 as _amp_fp32  # noqa: F401,E501
 from .functional_pool import _adaptive_avg, _along
 
@@ -144,6 +145,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         m = build(in_size[i], out[i], align_corners, scales[i])
         x = _along(x, dim, wrap(m.astype(x.dtype.np), x.dtype))
     return x
+interpolate.batch = _fold_batch     # vmap: the samples of (N, C, *S) are independent
 interpolate = with_mode_seam("F.interpolate", interpolate)  # traced as one call
 
 
@@ -239,6 +241,17 @@ def pad(input, pad, mode="constant", value=None):
         idx = _pad_index(n, lo, hi, mode)
         x = x.index_select(d, wrap(idx.astype(np.int64), ember.int64))
     return x
+def _pad_batch(v, args, kwargs):
+    """vmap: the padded dims are trailing ones; with a leading dim left unpadded the batch
+    folds into it (any mode), else (constant mode) the physical call is the batched one."""
+    x, widths = args[0], (args[1] if len(args) > 1 else kwargs["pad"])
+    if v.logical_dim(x) > len(widths) // 2:
+        return _fold_batch(v, args, kwargs)
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    return v.call(*args, **kwargs) if mode == "constant" else NotImplemented
+
+
+pad.batch = _pad_batch
 pad = with_mode_seam("F.pad", pad)  # traced as one call
 
 

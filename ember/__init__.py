@@ -221,6 +221,8 @@ from .autograd import is_anomaly_enabled, set_detect_anomaly  # noqa: E402,F401
 
 from . import profiler  # noqa: E402,F401
 from . import memory  # noqa: E402,F401
+from . import func  # noqa: E402,F401
+from .func import vmap  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
 from .compiler import compile  # noqa: E402,F401
 from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E402

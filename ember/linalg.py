@@ -590,8 +590,25 @@ def _alias(f):
     return lambda *args, **kwargs: f(*args, **kwargs)
 
 
+def _matrix_power_jvp(tan, result, A, n, *, out=None):
+    """Forward mode: d(A^n) = sum_k A^k dA A^(n-1-k), by X_{m+1} = X_m A + A^m dA."""
+    t = tan(A)
+    if n == 0:
+        return None
+    if n < 0:
+        A = inv(A)
+        t = -(A @ t @ A)
+        n = -n
+    x, power = t, A
+    for _ in range(n - 1):
+        x = x @ A + power @ t
+        power = power @ A
+    return x
+
+
+_JVP = {matrix_power: _matrix_power_jvp}   # forward-mode rules (autograd/forward_rules.py)
 for _name, _f in (("inverse", inv), ("det", det), ("slogdet", slogdet), ("logdet", logdet),
                   ("pinverse", _pinverse), ("matrix_power", matrix_power), ("svd", _torch_svd),
                   ("cholesky", _torch_cholesky), ("qr", _torch_qr)):
-    register(OpDef(_name, EXTERN, amp=FP32 if _name == "pinverse" else None), _alias(_f),
-             names=(_name,))
+    register(OpDef(_name, EXTERN, amp=FP32 if _name == "pinverse" else None,
+                   jvp=_JVP.get(_f)), _alias(_f), names=(_name,))

@@ -11,4 +11,5 @@ from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from .anomaly import detect_anomaly, set_detect_anomaly, is_anomaly_enabled  # noqa: F401
 from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 from . import functional  # noqa: F401
+from . import forward_ad  # noqa: F401
 from .graph import Node  # noqa: F401

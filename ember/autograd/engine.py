@@ -452,7 +452,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                    "been used in the graph. Set allow_unused=True if this is the "
                                    "desired behavior.")
         elif not create_graph:
+            fw = getattr(g, "_fw", None)
             g = g.detach()
+            if fw:      # forward AD's tangents stay (forward_ad.py), as in PyTorch
+                g._fw = fw
         result.append(g)
     return tuple(result)
 

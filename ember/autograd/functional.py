@@ -3,8 +3,31 @@
 Each works on a function of one tensor or a tuple of tensors and returns results shaped like
 PyTorch's ``torch.autograd.functional``: a single tensor in, a single tensor out; tuples in,
 tuples out. Outputs that do not depend on an input get zeros (an error with ``strict=True``).
+
+``jacobian(..., vectorize=True)`` and ``hessian(..., vectorize=True)`` (and their
+``"forward-mode"`` strategies) are computed by ember.func's transforms (vmap over the basis
+of cotangents or tangents). ember.func sits above autograd in the import layering, so
+autograd cannot import it; instead ember.func installs its implementation in the
+``VECTORIZED`` slot below when it is imported (``import ember`` imports it).
 """
 from .engine import grad as _grad
+
+# Filled by ember.func (ember/func/autograd_functional.py) at import: an object with
+# ``jacobian(func, inputs, create_graph, strategy)`` and ``hessian(func, inputs,
+# create_graph, outer_jacobian_strategy)``.
+VECTORIZED = None
+
+_STRATEGY = ('Expected strategy to be either "forward-mode" or "reverse-mode". Hint: If your '
+             'function has more outputs than inputs, "forward-mode" tends to be more '
+             'performant. Otherwise, prefer to use "reverse-mode".')
+_FWD_NEEDS_VECTORIZE = ("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
+                        "only implemented for `vectorize=True`.")
+
+
+def _vectorized():
+    if VECTORIZED is None:
+        raise RuntimeError("vectorize=True needs ember.func (import ember loads it)")
+    return VECTORIZED
 
 
 def _tuple(x):
@@ -97,7 +120,29 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
              strategy="reverse-mode"):
-    """The Jacobian of `func` at `inputs` (one backward per output element)."""
+    """The Jacobian of `func` at `inputs`: one backward per output element, or with
+    ``vectorize=True`` all of them at once (vmap); ``strategy="forward-mode"`` (needs
+    vectorize) pushes the basis of input tangents forward instead. As in PyTorch, the
+    forward-mode results for tuples come back as lists.
+
+    >>> jacobian(ember.sin, x, vectorize=True)      # diag(cos(x))
+    """
+    if strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError(_STRATEGY)
+    if strategy == "forward-mode":
+        if not vectorize:
+            raise NotImplementedError(_FWD_NEEDS_VECTORIZE)
+        if create_graph:
+            raise NotImplementedError(
+                "torch.autograd.functional.jacobian: `create_graph=True` and "
+                '`strategy="forward-mode"` are not supported together (yet). Please either '
+                'set `create_graph=False` or `strategy="reverse-mode"`.')
+    if vectorize:
+        if strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and "
+                               "`vectorized=True` are not supported together. Please either "
+                               "set `strict=False` or `vectorize=False`.")
+        return _vectorized().jacobian(func, inputs, create_graph, strategy)
     from ..ops.creation import zeros
     from ..ops.joining import stack
     ins, single = _tuple(inputs)
@@ -131,7 +176,18 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
             outer_jacobian_strategy="reverse-mode"):
-    """The Hessian of a scalar function `func` at `inputs`."""
+    """The Hessian of a scalar function `func` at `inputs`; ``vectorize=True`` computes it
+    with vmap (reverse-over-reverse, or forward-over-reverse with
+    ``outer_jacobian_strategy="forward-mode"``).
+
+    >>> hessian(lambda x: (x ** 3).sum(), x, vectorize=True)      # diag(6 x)
+    """
+    if outer_jacobian_strategy not in ("forward-mode", "reverse-mode"):
+        raise AssertionError('Expected strategy to be either "forward-mode" or "reverse-mode".')
+    if outer_jacobian_strategy == "forward-mode" and not vectorize:
+        raise NotImplementedError(_FWD_NEEDS_VECTORIZE)
+    if vectorize and not strict:      # (strict checks need the loop; the values agree)
+        return _vectorized().hessian(func, inputs, create_graph, outer_jacobian_strategy)
     ins, single = _tuple(inputs)
 
     def gradient(*xs):

@@ -147,6 +147,9 @@ class SavedTensor:
             alias.grad_fn = node
             alias._requires_grad = True
             alias._output_nr = t._output_nr
+            fw = getattr(t, "_fw", None)     # forward AD's tangents (forward_ad.py)
+            if fw:
+                alias._fw = fw
             return alias
         return t
 

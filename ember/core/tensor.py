@@ -101,9 +101,11 @@ class Tensor:
     copies data into a default-dtype tensor, ``ember.Tensor(2, 3)`` allocates an uninitialised
     (here: zero-filled) 2x3 tensor.
     """
+    # `_fw`: forward AD's tangents, {dual level: tangent}, set only on dual tensors and
+    # otherwise never assigned (ember/autograd/forward_ad.py reads it with getattr)
     __slots__ = ("_data", "_storage", "dtype", "_requires_grad", "_grad", "grad_fn", "_base",
                  "_grad_acc", "_hooks", "_retains_grad", "_post_acc_hooks", "_output_nr",
-                 "_inference", "__weakref__")
+                 "_inference", "_fw", "__weakref__")
 
     def __init__(self, *args, device=None):
         dt = _dt.get_default_dtype()

@@ -133,6 +133,23 @@ def _conv(x, w, stride, pads, dil, groups):
     return record_fn("ConvolutionBackward0", (x, w), (res,), backward, (x, w))[0]
 
 
+def _conv_batch(v, args, kwargs):
+    """vmap's rule (ember/func/batching.py): batched inputs join the conv's own batch; a
+    batched weight (one per sample) becomes a grouped convolution over the samples."""
+    x, w, stride, pads, dil, groups = args
+    if not v.is_batched(w):
+        r = _conv(x.reshape((-1,) + tuple(x.shape[2:])), w, stride, pads, dil, groups)
+        return r.reshape(tuple(x.shape[:2]) + tuple(r.shape[1:]))
+    b = w.shape[0]
+    x = v.expand(x)
+    n = x.shape[1]
+    xs = x.movedim(0, 1).reshape((n, b * x.shape[2]) + tuple(x.shape[3:]))
+    r = _conv(xs, w.reshape((b * w.shape[1],) + tuple(w.shape[2:])), stride, pads, dil,
+              groups * b)
+    return r.reshape((n, b, w.shape[1]) + tuple(r.shape[2:])).movedim(1, 0)
+
+
+_conv.batch = _conv_batch
 _conv = with_mode_seam("F_conv", _conv)  # traced as one call
 
 

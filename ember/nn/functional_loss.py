@@ -12,9 +12,8 @@ import warnings
 import numpy as np
 
 import ember
-from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
-from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
-from ..dispatch import with_mode_seam as _seam
+from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
+from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP, NO_FORWARD_AD as _NO_FORWARD_AD
 # cross_entropy and nll_loss are composite ops, defined once in ember/ops; the reduction
 # helpers the other losses share live with them
 from ..ops.nn_loss_ops import (cross_entropy, nll_loss, _legacy_reduction, _reduce,  # noqa: F401
@@ -80,7 +79,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if weight is not None:
         loss = loss * weight
     return _down(_reduce(loss, reduction), dt)
-binary_cross_entropy_with_logits = _composition("binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, amp=_FP32)
+binary_cross_entropy_with_logits = _composition(
+    "binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, amp=_FP32)
 
 
 # ---- regression ----
@@ -282,11 +282,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if squeeze:
         loss = loss.reshape(target.shape if target.dim() else ())
     return _reduce(loss, reduction)
-multi_margin_loss = _composition("multi_margin_loss", multi_margin_loss, amp=_FP32)
-
-
 # it reads index values in Python: a tracer records each call whole
-multi_margin_loss = _seam("F.multi_margin_loss", multi_margin_loss)
+multi_margin_loss = _whole_call("multi_margin_loss", multi_margin_loss, amp=_FP32)
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -307,11 +304,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     if squeeze:
         loss = loss.reshape(() if input.dim() == 1 else input.shape[:-1])
     return _reduce(loss, reduction)
-multilabel_margin_loss = _composition("multilabel_margin_loss", multilabel_margin_loss, amp=_FP32)
-
-
 # it reads index values in Python: a tracer records each call whole
-multilabel_margin_loss = _seam("F.multilabel_margin_loss", multilabel_margin_loss)
+multilabel_margin_loss = _whole_call("multilabel_margin_loss", multilabel_margin_loss, amp=_FP32)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -415,8 +409,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         return (loss / ember.tensor(np.maximum(tg_len, 1).reshape(loss.shape), dtype=dtype)
                 ).mean()
     return _reduce(loss, reduction)
-ctc_loss = _composition("ctc_loss", ctc_loss, amp=_FP32)
-
-
 # it reads index values in Python: a tracer records each call whole
-ctc_loss = _seam("F.ctc_loss", ctc_loss)
+# forward AD refuses it as torch does: its backward is torch's formula (the gradient with
+# respect to the logits behind log_softmax), not the derivative of the computation above
+ctc_loss = _whole_call("ctc_loss", ctc_loss, amp=_FP32, jvp=_NO_FORWARD_AD)

@@ -12,8 +12,9 @@ import numpy as np
 
 import ember
 from ..dispatch import wrap, with_mode_seam
+from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.matmul import record_fn
-from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
+from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _tap_slices, _crop,
                                _conv)
@@ -45,6 +46,7 @@ def _tap_gather(x, tap, ks, stride, dil, pads, out, values=None):
     return record_fn("MaxPoolBackward0", (x,), (res,), backward)[0]
 
 
+_tap_gather.batch = _fold_batch    # vmap: samples are independent along N
 _tap_gather = with_mode_seam("F_tap_gather", _tap_gather)  # traced as one call
 
 
@@ -83,6 +85,7 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
     return record_fn("MaxPoolBackwardBackward0", (g,), (res,), backward)[0]
 
 
+_tap_scatter.batch = _fold_batch    # vmap: samples are independent along N
 _tap_scatter = with_mode_seam("F_tap_scatter", _tap_scatter)  # traced as one call
 
 
@@ -172,6 +175,7 @@ def _max_pool_select(x, ks, st, dil, pads, out):
     return wrap(tap, ember.int64), wrap(best, x.dtype)
 
 
+_max_pool_select.batch = _fold_batch    # vmap: samples are independent along N
 _max_pool_select = with_mode_seam("F_max_pool_select", _max_pool_select)  # traced as one call
 
 
@@ -226,6 +230,7 @@ def _max_pool_indices(tap, ks, st, pad, dil, size, out):
     return wrap(flat.astype(np.int64), ember.int64)
 
 
+_max_pool_indices.batch = _fold_batch    # vmap: samples are independent along N
 _max_pool_indices = with_mode_seam("F_max_pool_indices", _max_pool_indices)  # traced as one call
 
 
@@ -291,6 +296,7 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Mean over sliding windows of (N, C, L)."""
     return _avg_poolnd(1, "avg_pool1d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, None)
+avg_pool1d.batch = _fold_batch    # vmap: channels are independent
 avg_pool1d = with_mode_seam("F.avg_pool1d", avg_pool1d)  # traced as one call
 
 
@@ -299,6 +305,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     """Mean over sliding windows of (N, C, H, W) (or sum / `divisor_override`)."""
     return _avg_poolnd(2, "avg_pool2d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
+avg_pool2d.batch = _fold_batch    # vmap: channels are independent
 avg_pool2d = with_mode_seam("F.avg_pool2d", avg_pool2d)  # traced as one call
 
 
@@ -306,8 +313,8 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     return _avg_poolnd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
-avg_pool3d = _composition("avg_pool3d", avg_pool3d, amp=_FP32)
-avg_pool3d = with_mode_seam("F.avg_pool3d", avg_pool3d)  # traced as one call
+# traced as one call; vmap: channels are independent
+avg_pool3d = _whole_call("avg_pool3d", avg_pool3d, amp=_FP32, batch=_fold_batch)
 
 
 # ---- adaptive pooling ---------------------------------------------------------------------
@@ -414,8 +421,7 @@ adaptive_max_pool2d = with_mode_seam("F.adaptive_max_pool2d", adaptive_max_pool2
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max(3, "adaptive_max_pool3d", input, output_size, return_indices)
-adaptive_max_pool3d = _composition("adaptive_max_pool3d", adaptive_max_pool3d, amp=_FP32)
-adaptive_max_pool3d = with_mode_seam("F.adaptive_max_pool3d", adaptive_max_pool3d)
+adaptive_max_pool3d = _whole_call("adaptive_max_pool3d", adaptive_max_pool3d, amp=_FP32)
 
 
 def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size):
@@ -452,12 +458,10 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpoolnd(1, input, indices, kernel_size, stride, padding, output_size)
-max_unpool1d = _composition("max_unpool1d", max_unpool1d, amp=_FP32)
-max_unpool1d = with_mode_seam("F.max_unpool1d", max_unpool1d)  # traced as one call
+max_unpool1d = _whole_call("max_unpool1d", max_unpool1d, amp=_FP32)  # traced as one call
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value of a max_pool2d output at its index in a zero (N, C, H, W) tensor."""
     return _max_unpoolnd(2, input, indices, kernel_size, stride, padding, output_size)
-max_unpool2d = _composition("max_unpool2d", max_unpool2d, amp=_FP32)
-max_unpool2d = with_mode_seam("F.max_unpool2d", max_unpool2d)  # traced as one call
+max_unpool2d = _whole_call("max_unpool2d", max_unpool2d, amp=_FP32)  # traced as one call

@@ -11,8 +11,9 @@ import numpy as np
 
 import ember
 from ..dispatch import wrap, with_mode_seam
-from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
-from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
+from ..ops.batch_rules import fold_batch as _fold_batch
+from ..ops.nn_ops import whole_call as _whole_call  # (registers a function as its op)
+from ..ops.registry import FP32 as _FP32
 from .functional_pool import _adaptive_avg, _along
 
 __all__ = [
@@ -145,6 +146,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         m = build(in_size[i], out[i], align_corners, scales[i])
         x = _along(x, dim, wrap(m.astype(x.dtype.np), x.dtype))
     return x
+interpolate.batch = _fold_batch     # vmap: the samples of (N, C, *S) are independent
 interpolate = with_mode_seam("F.interpolate", interpolate)  # traced as one call
 
 
@@ -247,8 +249,17 @@ def _pad_amp(args, kwargs):
     return _FP32 if mode in ("reflect", "replicate") else None
 
 
-pad = _composition("pad", pad, amp=_pad_amp)
-pad = with_mode_seam("F.pad", pad)  # traced as one call
+def _pad_batch(v, args, kwargs):
+    """vmap: the padded dims are trailing ones; with a leading dim left unpadded the batch
+    folds into it (any mode), else (constant mode) the physical call is the batched one."""
+    x, widths = args[0], (args[1] if len(args) > 1 else kwargs["pad"])
+    if v.logical_dim(x) > len(widths) // 2:
+        return _fold_batch(v, args, kwargs)
+    mode = args[2] if len(args) > 2 else kwargs.get("mode", "constant")
+    return v.call(*args, **kwargs) if mode == "constant" else NotImplemented
+
+
+pad = _whole_call("pad", pad, amp=_pad_amp, batch=_pad_batch)  # traced as one call
 
 
 # ---- pixel shuffle ------------------------------------------------------------------------
@@ -395,5 +406,4 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         out = (tap(y0, x0, (1 - fx) * (1 - fy)) + tap(y0, x0 + 1, fx * (1 - fy))
                + tap(y0 + 1, x0, (1 - fx) * fy) + tap(y0 + 1, x0 + 1, fx * fy))
     return out.reshape(n, c, ho, wo)
-grid_sample = _composition("grid_sample", grid_sample, amp=_FP32)
-grid_sample = with_mode_seam("F.grid_sample", grid_sample)  # traced as one call
+grid_sample = _whole_call("grid_sample", grid_sample, amp=_FP32)  # traced as one call

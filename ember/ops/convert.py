@@ -11,7 +11,10 @@ from ..core import strides as S
 from ..dispatch import wrap, torch_name, checked_scalar, check_overlap
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, COMPOSITE, POINTWISE, VIEW, register, register_each, METHODS
+from . import batch_rules as _br
+from .registry import OPS
+from .registry import (OpDef, COMPOSITE, POINTWISE, VIEW, LINEAR, register, register_each,
+                       METHODS)
 
 _TO_COPY = OpDef("_to_copy", POINTWISE, attrs={"dtype": None},
                  grads={"self": lambda g, dtype: g.to(dtype)}, node_name="ToCopyBackward0")
@@ -180,7 +183,15 @@ def zero_(self):
 # kind VIEW: each may return its input itself (same dtype, already contiguous), so the
 # compiler treats the result as sharing the input's memory; recomputing them saves nothing
 register_each(globals(), VIEW, (to, type_as, contiguous), function=False, recompute=False)
-clone = register(OpDef("clone", COMPOSITE), clone)
+clone = register(OpDef("clone", COMPOSITE, jvp=LINEAR), clone)
+# forward mode (autograd/forward_rules.py): self's new tangent after each in-place write
+copy_.jvp = lambda tan, result, self, src, non_blocking=False: tan(src)
+fill_.jvp = lambda tan, result, self, value: tan(value)
+zero_.jvp = lambda tan, result, self: None
+# vmap batching rules (ember/ops/batch_rules.py)
+for _n in ("to", "type_as", "contiguous", "clone"):
+    OPS[_n].batch = _br.direct
+copy_.batch = fill_.batch = zero_.batch = _br.inplace
 METHODS["type"] = type_
 METHODS["copy_"] = copy_
 METHODS["fill_"] = fill_
@@ -189,6 +200,8 @@ for _n, _d in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                ("bfloat16", "bfloat16"), ("int", "int32"), ("long", "int64"),
                ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool")):
     METHODS[_n] = _to_dtype(_d)
+    METHODS[_n].batch = _br.direct        # vmap: a conversion per element
+type_.batch = _br.direct
 
 
 def cpu(self, memory_format=None):

@@ -13,6 +13,7 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, VIEW, METHODS, register
+from . import batch_rules as _br
 from .view import apply_view, view_op, _view_scatter, strided_view, repoint
 from .view import _SELECT, _SLICE, _UNSQUEEZE, _ALIAS
 
@@ -234,5 +235,19 @@ def setitem(self, index, value):
 
 
 # basic indexing returns a view: the compiler treats every result as sharing self's memory
-getitem = register(OpDef("__getitem__", VIEW, function=False, recompute=False), getitem)
+getitem = register(OpDef("__getitem__", VIEW, function=False, recompute=False,
+                         batch=_br.getitem_batch), getitem)
+setitem.batch = _br.setitem_batch     # vmap (ember/ops/batch_rules.py)
+
+
+def _setitem_jvp(tan, result, self, index, value):
+    """Forward mode: self's new tangent, with value's tangent (or 0) written at `index`."""
+    t = tan(self)
+    new = self.new_zeros(self.shape) if t is None else t.clone()
+    tv = tan(value)
+    new[index] = tv if tv is not None else 0
+    return new
+
+
+setitem.jvp = _setitem_jvp
 METHODS["__setitem__"] = setitem

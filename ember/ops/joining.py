@@ -13,7 +13,9 @@ from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, COMPOSITE, EXTERN, register, register_each, METHODS
+from .registry import OpDef, COMPOSITE, EXTERN, LINEAR, register, register_each, METHODS
+from . import batch_rules as _br
+from .registry import OPS
 from .linalg import finish, _out
 
 
@@ -512,16 +514,31 @@ def ravel(input):
     return input.reshape(-1)
 
 
-cat = register(OpDef("cat", COMPOSITE, method=False), cat, names=("cat", "concat", "concatenate"))
-stack = register(OpDef("stack", COMPOSITE, method=False), stack)
+# every op here is linear in its tensors (jvp=LINEAR: forward mode applies it to tangents)
+cat = register(OpDef("cat", COMPOSITE, method=False, jvp=LINEAR,
+                     batch=_br.cat_batch), cat,
+               names=("cat", "concat", "concatenate"))
+stack = register(OpDef("stack", COMPOSITE, method=False, jvp=LINEAR,
+                       batch=_br.stack_batch), stack)
 register_each(globals(), COMPOSITE, (
     hstack, vstack, dstack, column_stack, broadcast_tensors, meshgrid, atleast_1d, atleast_2d,
-    atleast_3d, tril_indices, triu_indices), method=False)
-register(OpDef("row_stack", COMPOSITE, method=False), lambda tensors, *, out=None: vstack(
-    tensors, out=out), names=("row_stack",))
+    atleast_3d, tril_indices, triu_indices), method=False, jvp=LINEAR)
+register(OpDef("row_stack", COMPOSITE, method=False, jvp=LINEAR),
+         lambda tensors, *, out=None: vstack(tensors, out=out), names=("row_stack",))
 register_each(globals(), COMPOSITE, (
     tensor_split, hsplit, vsplit, dsplit, flip, fliplr, flipud, roll, rot90, tile,
-    repeat_interleave, tril, triu, ravel))
-repeat = register(OpDef("repeat", EXTERN, function=False), repeat)
+    repeat_interleave, tril, triu, ravel), jvp=LINEAR)
+repeat = register(OpDef("repeat", EXTERN, function=False, jvp=LINEAR), repeat)
 METHODS["tril_"] = lambda self, diagonal=0: self.copy_(tril(self, diagonal))
 METHODS["triu_"] = lambda self, diagonal=0: self.copy_(triu(self, diagonal))
+
+# vmap batching rules (ember/ops/batch_rules.py)
+OPS["flip"].batch = _br.dims_batch(("dims", 1, None))
+OPS["roll"].batch = _br.dims_batch(("dims", 2, None))
+OPS["rot90"].batch = _br.dims_batch(("dims", 2, (0, 1)))
+OPS["fliplr"].batch = lambda v, args, kwargs: args[0].flip(2) if v.logical_dim(args[0]) >= 2 \
+    else NotImplemented
+OPS["flipud"].batch = lambda v, args, kwargs: args[0].flip(1) if v.logical_dim(args[0]) >= 1 \
+    else NotImplemented
+OPS["tril"].batch = OPS["triu"].batch = _br.direct
+OPS["repeat"].batch = _br.repeat_batch

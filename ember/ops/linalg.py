@@ -12,7 +12,10 @@ from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .registry import OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, register, register_each
+from .registry import (OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, LINEAR, MULTILINEAR,
+                       register, register_each)
+from .registry import OPS
+from . import batch_rules as _br
 # the matmul family, re-exported: code imports these names from here
 from .matmul import (LOWP, FnNode, record_fn, finish, _out, kernel_array,  # noqa: F401
                      matmul, mm, bmm, mv, dot, vdot, outer, addmm, addmv, addbmm, baddbmm,
@@ -368,11 +371,13 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
     return vector_norm(diff, p, dim=-1)
 
 
-register_each(globals(), EXTERN, (kron, diag, diag_embed, diagflat, cross))
-register(OpDef("ger", EXTERN), lambda input, vec2: outer(input, vec2), names=("ger",))
-tensordot = register(OpDef("tensordot", COMPOSITE, method=False), tensordot)
+register_each(globals(), EXTERN, (kron, cross), jvp=MULTILINEAR)
+register_each(globals(), EXTERN, (diag, diag_embed, diagflat), jvp=LINEAR)
+register(OpDef("ger", EXTERN, jvp=MULTILINEAR), lambda input, vec2: outer(input, vec2),
+         names=("ger",))
+tensordot = register(OpDef("tensordot", COMPOSITE, method=False, jvp=MULTILINEAR), tensordot)
 # autocast: trace and cdist run in float32; einsum in the lower precision when it contracts
-trace = register(OpDef("trace", EXTERN, amp=FP32), trace)
+trace = register(OpDef("trace", EXTERN, amp=FP32, jvp=LINEAR), trace)
 cdist = register(OpDef("cdist", COMPOSITE, method=False, amp=FP32), cdist)
 
 
@@ -391,4 +396,10 @@ def _einsum_amp(args, kwargs):
     return LOWER_PRECISION if einsum_contracts(args[0]) else None
 
 
-einsum = register(OpDef("einsum", COMPOSITE, method=False, amp=_einsum_amp), einsum)
+einsum = register(OpDef("einsum", COMPOSITE, method=False, amp=_einsum_amp, jvp=MULTILINEAR),
+                  einsum)
+
+# vmap batching rules (ember/ops/batch_rules.py)
+OPS["cdist"].batch = _br.leading
+OPS["einsum"].batch = _br.loop
+OPS["ger"].batch = _br.decompose

@@ -18,7 +18,9 @@ from .. import dispatch
 from ..dispatch import with_mode_seam, wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, EXTERN, LOWER_PRECISION, register, register_each
+from .registry import OpDef, EXTERN, LOWER_PRECISION, MULTILINEAR, register, register_each
+from .registry import OPS
+from . import batch_rules as _br
 
 LOWP = (D.float16, D.bfloat16)
 
@@ -129,7 +131,7 @@ def _mm_other_grad(g, self, other):
 
 _MM_GRADS = {"self": _mm_self_grad, "other": _mm_other_grad}
 _MATMUL = OpDef("matmul", EXTERN, inputs=("self", "other"), grads=_MM_GRADS,
-                node_name="MmBackward0", amp=LOWER_PRECISION)
+                node_name="MmBackward0", amp=LOWER_PRECISION, jvp=MULTILINEAR)
 _BMM = OpDef("bmm", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
 _MV = OpDef("mv", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
 _DOT = OpDef("dot", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
@@ -157,6 +159,10 @@ def _matmul_arrays(a, b):
     if a.ndim > 2 and b.ndim == 2 and a.size and a.flags.c_contiguous and \
             a.shape[-1] == b.shape[0]:
         return np.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[1:])
+    if a.ndim > 2 and a.shape[-1] == 1 and b.ndim > 2 and b.shape[-2] == 1:
+        # stacked outer products (the per-sample weight gradients of vmap(grad)): NumPy's
+        # stacked matmul is ~2x slower than the broadcast product when k == 1
+        return np.multiply(a, b)
     return np.matmul(a, b)
 
 
@@ -407,13 +413,49 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1, out=None):
 
 matmul._dispatches = matmul._autocasts = True
 matmul = register(_MATMUL, matmul)
-mm = register(OpDef("mm", EXTERN), mm)
-register_each(globals(), EXTERN, (mv, dot, vdot, outer, addmv))
+def _add_product_jvp(product):
+    """Forward-mode rule of ``beta * input + alpha * product(a, b)`` (addmm and kin)."""
+    def jvp(tan, result, input, a, b, *, beta=1, alpha=1, out=None):
+        ti, ta, tb = tan(input), tan(a), tan(b)
+        r = product(ta, b) if ta is not None else None
+        if tb is not None:
+            p = product(a, tb)
+            r = p if r is None else r + p
+        if r is not None and alpha != 1:
+            r = r * alpha
+        if ti is not None and beta != 0:
+            ti = ti * beta if beta != 1 else ti
+            r = ti.expand(result.shape).contiguous() if r is None else r + ti
+        return r
+    return jvp
+
+
+mm = register(OpDef("mm", EXTERN, jvp=MULTILINEAR), mm)
+register_each(globals(), EXTERN, (mv, dot, vdot, outer), jvp=MULTILINEAR)
+addmv = register(OpDef("addmv", EXTERN, jvp=_add_product_jvp(lambda a, b: mv(a, b))), addmv)
 # autocast runs these in its lower-precision dtype (registered behind OpDef.amp)
-bmm = register(OpDef("bmm", EXTERN, amp=LOWER_PRECISION), bmm)
-addmm = register(OpDef("addmm", EXTERN, amp=LOWER_PRECISION), addmm)
-addbmm = register(OpDef("addbmm", EXTERN, amp=LOWER_PRECISION), addbmm)
-baddbmm = register(OpDef("baddbmm", EXTERN, amp=LOWER_PRECISION), baddbmm)
+bmm = register(OpDef("bmm", EXTERN, amp=LOWER_PRECISION, jvp=MULTILINEAR), bmm)
+addmm = register(OpDef("addmm", EXTERN, amp=LOWER_PRECISION,
+                       jvp=_add_product_jvp(lambda a, b: mm(a, b))), addmm)
+addbmm = register(OpDef("addbmm", EXTERN, amp=LOWER_PRECISION,
+                        jvp=_add_product_jvp(lambda a, b: bmm(a, b).sum(0))), addbmm)
+baddbmm = register(OpDef("baddbmm", EXTERN, amp=LOWER_PRECISION,
+                         jvp=_add_product_jvp(lambda a, b: bmm(a, b))), baddbmm)
+
+
+# vmap batching rules (ember/ops/batch_rules.py): the batch is folded into the product's own
+# batch dims, so a vmapped product is one BLAS call (or one batched one)
+_MATMUL.batch = _br.matmul_batch
+OPS["mm"].batch = _br.product_batch((2, 2), lambda x, y: f"{'self' if x != 2 else 'mat2'} "
+                                    "must be a matrix")
+OPS["mv"].batch = _br.product_batch((2, 1), lambda x, y: f"vector + matrix @ vector "
+                                    f"expected, got 1, {x}, {y}")
+OPS["dot"].batch = _br.product_batch((1, 1), lambda x, y: f"1D tensors expected, but got "
+                                     f"{x}D and {y}D tensors")
+OPS["bmm"].batch = _br.product_batch((3, 3), lambda x, y: f"batch{1 if x != 3 else 2} must "
+                                     "be a 3D tensor")
+OPS["outer"].batch = _br.decompose
+OPS["addmm"].batch = _br.addmm_batch
 
 
 # ---- linear: one op, so its weight gradient comes out in the weight's own layout ----------
@@ -429,9 +471,20 @@ def _linear_bias_grad(g):
     return g.reshape(-1, g.shape[-1]).sum(0)
 
 
+def _linear_jvp(tan, result, input, weight, bias=None):
+    ti, tw, tb = tan(input), tan(weight), tan(bias)
+    r = linear(ti, weight) if ti is not None else None
+    if tw is not None:
+        p = linear(input, tw)
+        r = p if r is None else r + p
+    if tb is not None:
+        r = tb.expand(result.shape).contiguous() if r is None else r + tb
+    return r
+
+
 _LINEAR = OpDef("linear", EXTERN, inputs=("self", "weight", "bias"),
                 grads={"self": _linear_input_grad, "weight": _linear_weight_grad,
-                       "bias": _linear_bias_grad}, node_name="AddmmBackward0")
+                       "bias": _linear_bias_grad}, node_name="AddmmBackward0", jvp=_linear_jvp)
 
 
 # OpenBLAS multiplies a few rows by a transposed weight 1.3-4x slower than by a contiguous
@@ -486,6 +539,7 @@ def linear(input, weight, bias=None):
     return finish(_LINEAR, args, r, input.dtype)
 
 
+_LINEAR.batch = _br.linear_batch      # vmap (ember/ops/batch_rules.py)
 # not a public ember function (torch has none either: F.linear calls it), but an op all
 # the same: a compiler trace records it as one call
 linear = with_mode_seam(_LINEAR, linear)

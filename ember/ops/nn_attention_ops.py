@@ -17,6 +17,7 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import LOWER_PRECISION
+from . import batch_rules as _br
 from .nn_ops import E, FLOATS, FusedKernel, composite, under_mode, softmax
 
 
@@ -228,3 +229,6 @@ SDPA = composite("scaled_dot_product_attention", scaled_dot_product_attention, _
                  node_name="ScaledDotProductAttentionBackward0", function=False,
                  amp=LOWER_PRECISION,
                  method=False)
+
+# vmap batching rule (ember/ops/batch_rules.py)
+SDPA.batch = _br.sdpa_batch

@@ -22,6 +22,7 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import FP32
+from . import batch_rules as _br
 from .nn_ops import E, FLOATS, composite, under_mode, decomposing, softmax, log_softmax, \
     one_hot
 
@@ -261,3 +262,6 @@ CROSS_ENTROPY = composite("cross_entropy", cross_entropy, _cross_entropy_decomp,
                                  "count": 1},
                           grads={"self": _input_grad}, node_name="NllLossBackward0",
                           function=False, method=False)
+
+# vmap batching rule (ember/ops/batch_rules.py)
+NLL_LOSS.batch = CROSS_ENTROPY.batch = _br.loss_batch

@@ -25,7 +25,8 @@ from ..core.tensor import Tensor
 from ..dispatch import wrap
 from ..autograd.grad_mode import state, call_mode, no_grad
 from ..autograd import graph
-from .registry import OpDef, COMPOSITE, FUNCTIONS, register
+from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS, register
+from . import batch_rules as _br
 from .pointwise_math import _erf_kernel
 from .joining import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
 
@@ -46,7 +47,10 @@ def under_mode(op, fn, args):
     """A call of composite `op` (public function `fn`) while a dispatch mode is active: an
     observing mode on top gets the call and runs `fn` below itself, so it times the path
     that runs unobserved; any other mode sees the decomposition's ember ops."""
-    if getattr(state.modes[-1], "observing", False):
+    top = state.modes[-1]
+    # a mode that batches (vmap) takes the whole call when the op has a batching rule
+    if getattr(top, "observing", False) or (op.batch is not None and
+                                            getattr(top, "batching", False)):
         return call_mode(op, fn, args, {})
     return op.decomp(*args)
 
@@ -89,6 +93,14 @@ def composition(name, fn, **fields):
     dispatched.__wrapped__ = fn
     dispatched._dispatches = True
     return register(op, dispatched)
+
+
+def whole_call(name, fn, **fields):
+    """Register `fn` (an nn.functional function that reads values in Python or builds arrays
+    in NumPy: max_unpool, ctc_loss, reflect padding...) as an EXTERN op that every mode sees
+    as one call: a tracer records one node that runs `fn` at replay. Returns the published
+    function: ``ctc_loss = whole_call("ctc_loss", ctc_loss, amp=FP32)``."""
+    return register(OpDef(name, EXTERN, function=False, method=False, **fields), fn)
 
 
 # ---- fused C kernels: slots the compiler fills ------------------------------------------
@@ -184,8 +196,18 @@ def log_softmax(input, dim, dtype=None):
     return _log_softmax_decomp(input, dim, dtype)
 
 
-SOFTMAX = composite("softmax", softmax, _softmax_decomp)
-LOG_SOFTMAX = composite("log_softmax", log_softmax, _log_softmax_decomp)
+def _softmax_jvp(tan, result, input, dim, dtype=None):
+    t = tan(input).to(result.dtype)
+    return result * (t - (result * t).sum(dim, keepdim=True))
+
+
+def _log_softmax_jvp(tan, result, input, dim, dtype=None):
+    t = tan(input).to(result.dtype)
+    return t - (result.exp() * t).sum(dim, keepdim=True)
+
+
+SOFTMAX = composite("softmax", softmax, _softmax_decomp, jvp=_softmax_jvp)
+LOG_SOFTMAX = composite("log_softmax", log_softmax, _log_softmax_decomp, jvp=_log_softmax_jvp)
 
 
 # ---- gelu -------------------------------------------------------------------------------
@@ -549,3 +571,10 @@ EMBEDDING = composite("embedding", embedding, _embedding_decomp, fused=_embeddin
                       inputs=("weight", "indices"), attrs={"shape": None},
                       grads={"weight": _embedding_grad}, node_name="EmbeddingBackward0",
                       function=False, method=False)
+
+# vmap batching rules (ember/ops/batch_rules.py): the composites above take their whole
+# call under vmap; where a rule declines, vmap batches the decomposition op by op
+SOFTMAX.batch = LOG_SOFTMAX.batch = _br.softmax_batch
+GELU.batch = _br.direct
+LAYER_NORM.batch = RMS_NORM.batch = _br.norm_batch
+EMBEDDING.batch = _br.embedding_batch

@@ -290,6 +290,12 @@ bernoulli = register(OpDef("bernoulli", RANDOM), bernoulli)
 # the method's OpDef: Tensor.multinomial is the same function, published once more
 register(OpDef("multinomial_m", RANDOM, function=False), multinomial.__wrapped__,
          method_names=("multinomial",))
+def _no_tangent(tan, result, self, *args, **kwargs):
+    return None      # forward mode: values drawn in place have a zero tangent
+
+
 for _f in (uniform_, normal_, bernoulli_, random_, exponential_, cauchy_, log_normal_,
            geometric_):
+    _f.jvp = _no_tangent
+    _f._impure = True        # random: vmap's randomness modes apply (methods with no OpDef)
     METHODS[_f.__name__] = _f

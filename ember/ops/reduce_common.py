@@ -18,9 +18,9 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import make_view
 from ..dispatch import wrap
-from ..autograd.grad_mode import state
+from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
-from .registry import OpDef, REDUCTION
+from .registry import OpDef, REDUCTION, LINEAR
 from .view import strided_view
 
 LOWP = (D.float16, D.bfloat16)
@@ -115,6 +115,41 @@ def put_along(g, idx, dim, shape):
     return out
 
 
+def _seen_by_forward_ad(name, impl):
+    """Backward formulas call these helpers (sort's, cummax's, max's...), which compute on
+    arrays: forward AD (a mode marked ``differentiates``) gets them as calls, so that a
+    gradient computed under it has its tangent (`impl.jvp`: they are linear in x or g).
+    Other modes see what they saw before."""
+    impl.jvp = LINEAR
+
+    def helper(*args):
+        modes = state.modes
+        if modes and (getattr(modes[-1], "differentiates", False) or
+                      getattr(modes[-1], "batching", False)):     # vmap: impl.batch
+            return call_mode(name, impl, args, {})
+        return impl(*args)
+    helper.__name__ = helper.__qualname__ = name
+    helper.__doc__ = impl.__doc__
+    return helper
+
+
+def _along_batch(v, args, kwargs):
+    """vmap's rule for take_along/put_along: the (unbatched) index array gets the batch dim
+    by broadcasting, the dim moves past it."""
+    x, idx, dim = args[:3]
+    if v.logical_dim(x) == 0 or not v.is_batched(x) or len(args) > 3 and not args[3]:
+        return NotImplemented
+    b = x.shape[0]
+    idx = np.broadcast_to(idx[None], (b,) + idx.shape)
+    rest = (((b,) + tuple(args[3])),) if len(args) > 3 else ()
+    return v.call(x, idx, dim + 1 if dim >= 0 else dim, *rest)
+
+
+take_along.batch = put_along.batch = _along_batch
+take_along = _seen_by_forward_ad("take_along", take_along)
+put_along = _seen_by_forward_ad("put_along", put_along)
+
+
 _TAKE = OpDef("_take_along", REDUCTION, attrs={"idx": None, "dim": 0, "shape": ()},
               grads={"self": lambda g, idx, dim, shape: put_along(g, idx, dim, shape)},
               node_name="GatherBackward0")
@@ -133,6 +168,7 @@ def flip(x, ds):
     return out
 
 
+flip = _seen_by_forward_ad("flip", flip)
 _FLIP = OpDef("_flip", REDUCTION, attrs={"dims": ()},
               grads={"self": lambda g, dims: flip(g, dims)}, node_name="FlipBackward0")
 
@@ -162,6 +198,22 @@ def select_values(op, input, idx, dim, keepdim):
         graph.record(op, (input,), out, {"idx": idx, "dim": dim, "shape": a.shape,
                                          "keepdim": keepdim})
     return out
+
+
+def picked_jvp(dim_at, default):
+    """Forward-mode rule of ops whose values are input elements picked at the indices they
+    return (sort, topk, cummax...): the tangent picked at the same indices. `dim_at`: the
+    position of `dim` among the arguments after the input."""
+    def jvp(tan, result, input, *args, **kwargs):
+        dim = kwargs.get("dim", args[dim_at] if len(args) > dim_at else default)
+        values, indices = result[0], result[1]
+        t = tan(input)
+        if input.dim() == 0:
+            return (t.clone(), None)
+        if values.dim() < input.dim():
+            return (t.gather(dim, indices.unsqueeze(dim)).squeeze(dim), None)
+        return (t.gather(dim, indices), None)
+    return jvp
 
 
 def index_tensor(idx, dim, keepdim, ndim):

@@ -14,7 +14,8 @@ from ..core import dtype as D
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, REDUCTION, FP32, register, register_each
+from .registry import OpDef, REDUCTION, FP32, LINEAR, register, register_each
+from . import batch_rules as _br
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
                             reduced_count, kernel_dtype, multi_output, grad_at, write_out,
@@ -373,11 +374,48 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
 
 
 _LOWER = {sum: _lw.SUM, mean: _lw.MEAN, var: _lw.VAR}   # how fused kernels reduce a row
+def _var_tangent(tan, input, dim, unbiased, correction):
+    """Forward mode of var: 2 <x - mean, t> / (n - correction) over `dim`, and n - corr."""
+    if isinstance(dim, bool):          # var(x, True): the `unbiased` overload
+        dim, unbiased = None, dim
+    if isinstance(dim, (list, tuple)) and not dim:
+        dim = None
+    c = correction if correction is not None else (0 if unbiased is False else 1)
+    m = input.mean(dim, keepdim=True)
+    n = input.numel() // max(m.numel(), 1)
+    return (input - m) * tan(input), dim, n - c
+
+
+def _var_jvp(tan, result, input, dim=None, unbiased=None, keepdim=False, *, correction=None,
+             out=None):
+    p, dim, dof = _var_tangent(tan, input, dim, unbiased, correction)
+    return p.sum(dim, keepdim=keepdim) * (2.0 / dof if dof else float("inf"))
+
+
+def _std_jvp(tan, result, input, dim=None, unbiased=None, keepdim=False, *, correction=None,
+             out=None):
+    p, dim, dof = _var_tangent(tan, input, dim, unbiased, correction)
+    return p.sum(dim, keepdim=keepdim) / (result * dof)
+
+
+def _logsumexp_jvp(tan, result, input, dim, keepdim=False, *, out=None):
+    r = result
+    if not keepdim and input.dim():
+        for d in sorted(d % input.dim() for d in ((dim,) if isinstance(dim, int) else dim)):
+            r = r.unsqueeze(d)
+    return (tan(input) * (input - r).exp()).sum(dim, keepdim=keepdim)
+
+
+# forward mode (autograd/forward_rules.py): sum and mean are linear, the others have rules
+_JVP = {sum: LINEAR, mean: LINEAR, var: _var_jvp, std: _std_jvp, logsumexp: _logsumexp_jvp}
 for _f in (sum, mean, nansum, nanmean, all, any, count_nonzero, var, std, logsumexp):
-    globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
+    globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f),
+                                            jvp=_JVP.get(_f)), _f)
 prod = register(OpDef("prod", REDUCTION, amp=FP32), prod)     # autocast: in float32
 register_each(globals(), REDUCTION, (var_mean, std_mean), method=False)
-sum_to_size = register(OpDef("sum_to_size", REDUCTION, function=False), sum_to_size)
+sum_to_size = register(OpDef("sum_to_size", REDUCTION, function=False, jvp=LINEAR,
+                             batch=_br.sum_to_size_batch),
+                       sum_to_size)
 
 # ember.linalg reaches the vector norm through this module
 from .norms import vector_norm, matrix_norm, norm  # noqa: E402,F401

@@ -22,6 +22,16 @@ CREATION = "creation"
 RANDOM = "random"
 COMPOSITE = "composite"
 
+# OpDef.jvp values besides a formula (ember/autograd/forward_ad.py reads them): the op is
+# linear in its floating-point tensor inputs taken together (its tangent is the op applied
+# to the tangents: cat, sum, views), or linear in each separately (mm, einsum: the sum over
+# inputs of the op with one input replaced by its tangent). VIEW ops are LINEAR by default.
+LINEAR = "linear"
+MULTILINEAR = "multilinear"
+# OpDef.jvp = NO_FORWARD_AD: forward AD refuses the op (torch's NotImplementedError), for ops
+# whose derivative is a convention, not the derivative of the forward computation (ctc_loss)
+NO_FORWARD_AD = "no_forward_ad"
+
 OPS = {}            # name -> OpDef
 FUNCTIONS = {}      # public name -> callable, exported into the ember namespace
 METHODS = {}        # Tensor method name -> callable

@@ -12,9 +12,9 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
-from .registry import OpDef, REDUCTION, register, register_each, METHODS
+from .registry import OpDef, REDUCTION, LINEAR, register, register_each, METHODS
 from .reduce_common import (flip, kernel_dtype, selecting_op, select_values, index_tensor,
-                            write_out, sum_dtype as _sum_dtype)
+                            write_out, sum_dtype as _sum_dtype, picked_jvp)
 
 
 def _record(op, input, out, attrs):
@@ -154,6 +154,17 @@ def logcumsumexp(input, dim, *, out=None):
     return write_out(out, _record(_LOGCUMSUMEXP, input, wrap(r, input.dtype), {"dim": d}))
 
 
-register_each(globals(), REDUCTION, (cumsum, cumprod, cummax, cummin, logcumsumexp))
+cumsum = register(OpDef("cumsum", REDUCTION, jvp=LINEAR), cumsum)
+register_each(globals(), REDUCTION, (cumprod,))
+register_each(globals(), REDUCTION, (cummax, cummin), jvp=picked_jvp(0, None))
+
+
+def _logcumsumexp_jvp(tan, result, input, dim, *, out=None):
+    """Forward mode: sum_{j<=i} exp(x_j - y_i) t_j, shifted by the (constant) max."""
+    m = input.detach().amax(dim, keepdim=True) if input.numel() else input.detach()
+    return (tan(input) * (input - m).exp()).cumsum(dim) / (result - m).exp()
+
+
+logcumsumexp = register(OpDef("logcumsumexp", REDUCTION, jvp=_logcumsumexp_jvp), logcumsumexp)
 METHODS["cumsum_"] = _inplace_scan(cumsum, "cumsum")
 METHODS["cumprod_"] = _inplace_scan(cumprod, "cumprod")

@@ -13,7 +13,9 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .registry import OpDef, EXTERN, register, register_each, METHODS
+from .registry import OpDef, EXTERN, LINEAR, register, register_each, METHODS
+from . import batch_rules as _br
+from .registry import OPS
 from .matmul import finish, _out
 
 INT_INDEX = (D.int64, D.int32)
@@ -408,9 +410,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 
 
 # ---- registration: functions, methods, in-place forms (copy_ into self) ----------------------
-register_each(globals(), EXTERN, (
-    index_select, gather, index_add, index_copy, index_fill, scatter, scatter_add,
-    scatter_reduce))
+register_each(globals(), EXTERN, (index_select, gather, index_add, index_copy, scatter_add),
+              jvp=LINEAR)     # linear in self and source together
+register_each(globals(), EXTERN, (index_fill, scatter, scatter_reduce))
 
 
 def _inplace(fn):
@@ -422,3 +424,7 @@ def _inplace(fn):
 
 for _f in (index_add, index_copy, index_fill, scatter, scatter_add, scatter_reduce):
     METHODS[_f.__name__ + "_"] = _inplace(_f)
+
+# vmap batching rules (ember/ops/batch_rules.py)
+OPS["index_select"].batch = _br.index_select_batch
+OPS["gather"].batch = _br.gather_batch

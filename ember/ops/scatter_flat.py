@@ -12,7 +12,7 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .registry import OpDef, EXTERN, register, register_each, METHODS
+from .registry import OpDef, EXTERN, LINEAR, register, register_each, METHODS
 from .matmul import finish, _out
 from .scatter import gather, _wrap_dim, _zeros, _inplace
 
@@ -219,7 +219,8 @@ def argwhere(input):
 
 # ---- registration: functions, methods, in-place forms (copy_ into self) ----------------------
 register_each(globals(), EXTERN, (
-    index_put, masked_scatter, masked_select, take, take_along_dim, nonzero, argwhere))
-put = register(OpDef("put", EXTERN), put)
+    index_put, masked_scatter, masked_select, take, take_along_dim, nonzero, argwhere),
+    jvp=LINEAR)     # linear in their floating-point tensors together
+put = register(OpDef("put", EXTERN, jvp=LINEAR), put)
 for _f in (index_put, masked_scatter, put):
     METHODS[_f.__name__ + "_"] = _inplace(_f)

@@ -19,7 +19,7 @@ from .registry import OpDef, REDUCTION, FP32, register
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, restore, LOWP, selecting_op,
                             select_values, index_tensor, multi_output, grad_at, write_out,
-                            take_along)
+                            take_along, picked_jvp)
 
 
 def _sortable(a, dt):
@@ -389,8 +389,10 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 
 _LOWER = {amax: _lw.AMAX, amin: _lw.AMIN}   # how fused kernels reduce a row
+_JVP = {kthvalue: picked_jvp(1, -1), mode: picked_jvp(0, -1)}   # forward-mode rules
 for _f in (max, min, amax, amin, aminmax, argmax, argmin, median, nanmedian, kthvalue, mode):
-    globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f)), _f)
+    globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f),
+                                            jvp=_JVP.get(_f)), _f)
 # autocast runs the quantiles in float32
 quantile = register(OpDef("quantile", REDUCTION, amp=FP32), quantile)
 nanquantile = register(OpDef("nanquantile", REDUCTION, amp=FP32), nanquantile)

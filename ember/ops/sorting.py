@@ -17,7 +17,8 @@ from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
 from .registry import OpDef, REDUCTION, register, register_each
-from .reduce_common import LOWP, selecting_op, select_values, index_tensor, write_out
+from .reduce_common import (LOWP, selecting_op, select_values, index_tensor, write_out,
+                            picked_jvp)
 
 
 def _argsort(a, dt, d, descending):
@@ -315,6 +316,8 @@ def bincount(input, weights=None, minlength=0):
     return wrap(r.astype(dt.np), dt)
 
 
-register_each(globals(), REDUCTION, (
-    sort, argsort, msort, topk, unique, unique_consecutive, histc, bincount))
+# forward mode: the values' tangent is the input's tangent picked at the indices
+sort = register(OpDef("sort", REDUCTION, jvp=picked_jvp(0, -1)), sort)
+topk = register(OpDef("topk", REDUCTION, jvp=picked_jvp(1, -1)), topk)
+register_each(globals(), REDUCTION, (argsort, msort, unique, unique_consecutive, histc, bincount))
 register_each(globals(), REDUCTION, (searchsorted, bucketize), method=False)

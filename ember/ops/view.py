@@ -13,7 +13,8 @@ import numpy as np
 from ..core import strides as S
 from ..core.strides import strided_view, storage_positions as _storage_positions  # noqa: F401
 from ..core.tensor import Tensor, make_view
-from .registry import OpDef, VIEW, register, METHODS
+from .registry import OpDef, VIEW, register, METHODS, OPS
+from . import batch_rules as _br
 # the view machinery, re-exported: code imports these names from here
 from .view_common import (_view_scatter, _GATHER, reshape_op, _permutation,  # noqa: F401
                           view_op, apply_view, offset_view, repoint, _shape_arg,
@@ -455,16 +456,33 @@ _FUNCS = {
 _NO_FUNCTION = {"view", "view_as", "reshape_as", "expand", "expand_as", "unfold"}
 _NO_METHOD = {"alias"}
 
+# forward mode: a view's tangent is the same view of the tangent (VIEW ops are linear), but
+# detach's result has none
+_JVP = {detach: lambda tan, result, self: None}
+
 for _name, _fn in _FUNCS.items():
     _published = register(OpDef(_name, VIEW, function=_name not in _NO_FUNCTION,
-                                method=_name not in _NO_METHOD), _fn)
+                                method=_name not in _NO_METHOD, jvp=_JVP.get(_fn)), _fn)
     if _name in globals() and globals()[_name] is _fn:      # aliases (moveaxis) bind nothing
         globals()[_name] = _published
 METHODS["detach_"] = detach_
-METHODS["squeeze_"] = lambda self, dim=None: _restride(self, squeeze(self, dim))
-METHODS["unsqueeze_"] = lambda self, dim: _restride(self, unsqueeze(self, dim))
-METHODS["t_"] = lambda self: _restride(self, t(self))
-METHODS["transpose_"] = lambda self, a, b: _restride(self, transpose(self, a, b))
+def _inplace_view(view_fn, name):
+    """The in-place metadata op `name` (``t_``, ``squeeze_``): self takes the geometry of
+    ``view_fn(self, ...)``; in forward mode (`jvp`) its tangent becomes the same view."""
+    def method(self, *args, **kwargs):
+        return _restride(self, view_fn(self, *args, **kwargs))
+    method.__name__ = name
+    def jvp(tan, result, self, *args, **kwargs):
+        return view_fn(tan(self), *args, **kwargs)
+    jvp.sets = True      # self's tangent is replaced by the view, not written into
+    method.jvp = jvp
+    return method
+
+
+METHODS["squeeze_"] = _inplace_view(lambda self, dim=None: squeeze(self, dim), "squeeze_")
+METHODS["unsqueeze_"] = _inplace_view(lambda self, dim: unsqueeze(self, dim), "unsqueeze_")
+METHODS["t_"] = _inplace_view(lambda self: t(self), "t_")
+METHODS["transpose_"] = _inplace_view(lambda self, a, b: transpose(self, a, b), "transpose_")
 
 
 def _restride(self, v):
@@ -479,3 +497,15 @@ _T_prop = register(OpDef("T", VIEW, function=False, method=False), _T_prop)
 _mT_prop = register(OpDef("mT", VIEW, function=False, method=False), _mT_prop)
 T = property(_T_prop)
 mT = property(_mT_prop)
+
+
+# vmap batching rules (OpDef.batch; ember/ops/batch_rules.py). Views with dim arguments
+# (transpose, narrow, select, split, movedim, ...) get theirs derived from the kind.
+for _name, _rule in (("view", _br.view_batch), ("reshape", _br.view_batch),
+                     ("expand", _br.expand_batch), ("broadcast_to", _br.expand_batch),
+                     ("expand_as", _br.expand_as_batch), ("view_as", _br.view_as_batch),
+                     ("reshape_as", _br.reshape_as_batch), ("squeeze", _br.squeeze_batch),
+                     ("unsqueeze", _br.unsqueeze_batch), ("permute", _br.permute_batch),
+                     ("T", _br.T_batch), ("t", _br.t_batch), ("mT", _br.direct),
+                     ("detach", _br.direct), ("alias", _br.direct)):
+    OPS[_name].batch = _rule

@@ -16,7 +16,7 @@ from ..core.tensor import make_view
 from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
 from ..autograd import views as _autograd_views
-from .registry import OpDef, VIEW
+from .registry import OpDef, VIEW, LINEAR
 
 
 def _index_map(shape, view_fn):
@@ -79,6 +79,8 @@ def _gather_impl(g, view_fn):
     return out
 
 
+# forward mode (autograd/forward_rules.py): both are linear in g
+_view_scatter_impl.jvp = _gather_impl.jvp = LINEAR
 _SCATTER = OpDef("_view_scatter", VIEW, attrs={"shape": None, "view_fn": None},
                  grads={"self": lambda g, view_fn: _gather(g, view_fn)},
                  node_name="ViewScatterBackward0")

@@ -2,10 +2,18 @@
 convolutions, pad, grid_sample, prelu): each is one OpDef (ember/ops/nn_ops.py
 `composition`), so the generated tests call it as ``lib.nn.functional.<name>`` on both
 libraries and compare the results."""
+import numpy as np
+
 try:
     from ._make import I, S, T
 except ImportError:  # run from this folder (pytest's rootdir-less import mode)
     from _make import I, S, T
+
+def _log_softmax(shape, seed):
+    """Normalised log-probabilities (CTC's input: torch's ctc_loss gradient assumes them)."""
+    a = np.random.default_rng(seed).standard_normal(shape)
+    return (a - np.log(np.exp(a).sum(-1, keepdims=True))).tolist()
+
 
 x34 = T((3, 4))
 d34 = T((3, 4), "float64", "T")
@@ -51,8 +59,10 @@ LOSSES = {
     "multilabel_margin_loss": [S(T((2, 4)), I([[3, 0, -1, 1], [1, 2, 3, -1]])),
                                S(T((2, 4), "float64"), I([[0, -1, 2, 1], [3, 1, -1, 0]]),
                                  reduction="none")],
-    "ctc_loss": [S(T((5, 2, 4), "float64"), I([[1, 2], [1, 1]]), (5, 5), (2, 2)),
-                 S(T((6, 2, 3)), I([[1, 2, 1], [2, 0, 0]]), (6, 4), (3, 1), reduction="sum")],
+    "ctc_loss": [S(T((5, 2, 4), "float64", values=_log_softmax((5, 2, 4), 0)),
+                   I([[1, 2], [1, 1]]), (5, 5), (2, 2)),
+                 S(T((6, 2, 3), values=_log_softmax((6, 2, 3), 1)), I([[1, 2, 1], [2, 0, 0]]),
+                   (6, 4), (3, 1), reduction="sum")],
 }
 
 POOLING = {

@@ -31,18 +31,7 @@ BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")   # the C backend: EMBER
 # (check, op name) -> why ember differs from torch today. Keep it short: fix what is local.
 # A key (check, name) marks the op's whole test; (check, name, i) only its sample i, which
 # then runs alone in test_known_failing_sample.
-_UNSEEN = ("a graph break under fullgraph=True: the function builds a tensor from a NumPy "
-           "computation the tracer does not see")
-_READS = ("a graph break under fullgraph=True: the function reads index or length values in "
-          "Python (numpy())")
 KNOWN_FAILURES = {
-    **{("compile", n): _UNSEEN + " -- nn/functional_pool.py" for n in (
-        "avg_pool3d", "adaptive_max_pool3d")},
-    ("compile", "pad"): _UNSEEN + " (reflect/circular index arrays) -- nn/functional_resample.py",
-    **{("compile", n): _READS + " -- nn/functional_pool.py" for n in (
-        "max_unpool1d", "max_unpool2d")},
-    **{("compile", n): _READS + " -- nn/functional_loss.py" for n in (
-        "ctc_loss", "multilabel_margin_loss")},
     ("values", "rand_like", 0): "the result is contiguous; torch keeps a dense input's "
                                 "strides (preserve_format) -- ops/random.py",
 }

@@ -32,7 +32,7 @@ LAYERS = [
     ("nn, optim, utils", ("ember.nn", "ember.optim", "ember.utils")),
     ("compiler, export, onnx, distributed, serialization",
      ("ember.compiler", "ember.export", "ember.onnx", "ember.distributed",
-      "ember.serialization")),
+      "ember.nn.parallel", "ember.serialization")),
     ("top namespace", (TOP,)),
     ("example programs", ("ember.examples",)),
 ]

@@ -11,8 +11,10 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# make demo NPROC=2 (or ARGS="--nproc 2 ..."): the same training, data-parallel over 2
+# processes (DistributedDataParallel over MPI)
 demo: $(STAMP)
-	$(VPY) -m ember.examples.gpt
+	$(VPY) -m ember.examples.gpt $(if $(NPROC),--nproc $(NPROC)) $(ARGS)
 
 test: $(STAMP) sysdeps
 	$(VPY) -m pytest -n 2 tests

@@ -173,8 +173,17 @@ def write_markdown(rows, command, path="BENCHMARKS.md"):
     for name, case, th, ve, vt, ratio, unit, busy in rows:
         lines.append(f"| {name} | {case} | {th} | {ve:.2f} | {vt:.2f} | {unit} | {ratio:.2f}x |"
                      f" {busy:.0%} |")
+    # the sections after the table ("## ..."), written by other benchmark commands
+    # (benchmarks.distributed, benchmarks.ddp), are kept as they are
+    kept = []
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read().split("\n")
+        heads = [i for i, line in enumerate(old) if line.startswith("## ")]
+        if heads:
+            kept = [""] + old[heads[0]:]
     with open(path, "w") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(lines + kept).rstrip("\n") + "\n")
 
 
 def main(argv=None):

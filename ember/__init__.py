@@ -224,6 +224,8 @@ from . import memory  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
+from . import distributed  # noqa: E402,F401  (loads no MPI until init_process_group)
+from .nn import parallel as _nn_parallel  # noqa: E402,F401  (ember.nn.parallel: DDP)
 from .compiler import compile  # noqa: E402,F401
 from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E402
                                set_num_interop_threads, get_num_interop_threads)

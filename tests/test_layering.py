@@ -34,7 +34,7 @@ LAYERS = [
     ("nn, optim, utils", ("ember.nn", "ember.optim", "ember.utils", "ember.library")),
     ("compiler, export, onnx, distributed, serialization",
      ("ember.compiler", "ember.export", "ember.onnx", "ember.distributed",
-      "ember.serialization", "ember.utils.cpp_extension")),
+      "ember.nn.parallel", "ember.serialization", "ember.utils.cpp_extension")),
     ("top namespace", (TOP,)),
     ("example programs", ("ember.examples",)),
 ]

@@ -7,6 +7,7 @@ used several times, and finally added into the leaves' ``.grad``. Saved tensors 
 after use unless ``retain_graph``; with ``create_graph`` the backward itself is recorded.
 """
 import heapq
+import threading
 
 import numpy as np
 
@@ -90,6 +91,33 @@ def _accumulate(node, g, owned, create_graph):
             h((), (g,))
 
 
+# Final callbacks: one list per running backward of this thread (a stack, since a hook may
+# itself run a backward). DistributedDataParallel queues its "wait for the gradient
+# all-reduces" here from a gradient hook, so it runs before backward() returns.
+_final = threading.local()
+
+
+def queue_callback(callback):
+    """Run ``callback()`` once the backward now running has finished, before it returns
+    (torch's ``Variable._execution_engine.queue_callback``). Callbacks run in the order
+    queued; one may queue another. Only valid while a backward runs (e.g. from a hook).
+
+        def hook(param):
+            queue_callback(lambda: print("backward done"))
+    """
+    stack = getattr(_final, "stack", None)
+    if not stack:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    stack[-1].append(callback)
+
+
+def _run_final_callbacks(callbacks):
+    i = 0
+    while i < len(callbacks):      # a callback may queue more
+        callbacks[i]()
+        i += 1
+
+
 def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
                  accumulate=True, allow_unused=False):
     """Run backward from `roots`; return the gradients of `inputs` when given."""
@@ -122,6 +150,11 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
 
     prev = state.enabled
     state.enabled = bool(create_graph)
+    stack = getattr(_final, "stack", None)
+    if stack is None:
+        stack = _final.stack = []
+    callbacks = []
+    stack.append(callbacks)
     heappush, heappop = heapq.heappush, heapq.heappop
     run_node = _run_node           # looked up once per backward (the profiler wraps it)
     leaf_args = (create_graph, accumulate, captures, targets, needed)
@@ -190,7 +223,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
                         nbuf[nr] = g
                 if n == 0 and (needed is None or nxt in needed):
                     heappush(ready, (-nxt._seq, id(nxt), nxt))
+        if callbacks:
+            _run_final_callbacks(callbacks)
     finally:
+        stack.pop()
         state.enabled = prev
 
     if inputs is not None:

@@ -5,16 +5,23 @@ import. They run unchanged with ``import torch`` (the tests do exactly that to c
 
     python -m ember.examples.gpt --help
     python -m ember.examples.gpt --time 120          # train ~2 minutes, resume next time
+    python -m ember.examples.gpt --nproc 2           # data-parallel over 2 processes
 
 Data: the standard library's ``.py`` files, read at run time (never copied into the repo),
 as bytes (vocabulary 256). Training: DataLoader over random windows, AdamW with warmup then
 cosine decay, gradient clipping, bf16 autocast (``--no-amp`` to turn off), a checkpoint of
 model/optimizer/scheduler/scaler that the next run resumes from, and at the end a sample of
 generated text and a summary line comparing validation loss with the unigram baseline.
+
+``--nproc N`` trains data-parallel: the script relaunches itself on N processes through the
+launcher (``python -m ember.distributed.run``, torchrun's role), each process wraps the
+model in DistributedDataParallel and draws its own batches (the global batch is N x
+``--batch-size``); rank 0 prints, saves the checkpoint and samples.
 """
 import argparse
 import math
 import os
+import subprocess
 import sys
 import time
 
@@ -214,11 +221,50 @@ def parse_args(argv=None):
     p.add_argument("--checkpoint", default=os.path.join(".ember_demo", "gpt.pt"))
     p.add_argument("--fresh", action="store_true", help="ignore an existing checkpoint")
     p.add_argument("--sample-tokens", type=int, default=300)
-    return p.parse_args(argv)
+    p.add_argument("--nproc", type=int, default=1,
+                   help="train data-parallel on this many processes (DDP over MPI)")
+    args = p.parse_args(argv)
+    if args.nproc > 1 and args.compile:
+        p.error("--compile and --nproc cannot be combined yet")
+    return args
+
+
+def launched_world_size():
+    """The number of processes of the job this process belongs to (1 when it was not
+    started by the launcher or mpiexec)."""
+    return int(os.environ.get("WORLD_SIZE", os.environ.get("OMPI_COMM_WORLD_SIZE", "1")))
+
+
+def relaunch(nproc, argv):
+    """Run this script on `nproc` processes through the launcher; returns its exit code.
+    The ranks get the same arguments but `--nproc` (they know they are part of a job)."""
+    rest, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == "--nproc":
+            skip = True
+        elif not a.startswith("--nproc="):
+            rest.append(a)
+    launcher = f"{torch.__name__}.distributed.run"
+    cmd = [sys.executable, "-m", launcher, f"--nproc-per-node={nproc}", "-m",
+           "ember.examples.gpt", *rest]
+    print(f"launching {nproc} processes: {' '.join(cmd[1:])}", flush=True)
+    return subprocess.call(cmd)
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.nproc > 1 and launched_world_size() == 1:
+        sys.exit(relaunch(args.nproc, sys.argv[1:] if argv is None else list(argv)))
+    rank, world = 0, 1
+    if launched_world_size() > 1:
+        torch.distributed.init_process_group()
+        rank, world = torch.distributed.get_rank(), torch.distributed.get_world_size()
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", world))
+        torch.set_num_threads(max(1, (os.cpu_count() or 1) // local))   # share the cores
+    if rank != 0:                                   # rank 0 speaks for the job
+        sys.stdout = open(os.devnull, "w")
     torch.manual_seed(args.seed)
     device = torch.device(args.device)
 
@@ -252,10 +298,12 @@ def main(argv=None):
         print(f"resumed from {args.checkpoint} at step {step} "
               f"(val loss then {ckpt['val_loss']:.4f})")
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {n_params:,} parameters; batch {args.batch_size} x {args.block_size}; "
-          f"bf16 autocast {'on' if use_amp else 'off'}")
+    print(f"model: {n_params:,} parameters; batch {args.batch_size} x {args.block_size}"
+          f"{f' per process, {world} processes (DistributedDataParallel)' if world > 1 else ''}"
+          f"; bf16 autocast {'on' if use_amp else 'off'}")
 
-    loader_gen = torch.Generator().manual_seed(args.seed + step)
+    # each rank draws its own batches (data parallelism); one process: the usual seed
+    loader_gen = torch.Generator().manual_seed(args.seed + step + 1_000_003 * rank)
     sampler = torch.utils.data.RandomSampler(Windows(train_data, args.block_size),
                                              replacement=True, num_samples=10 ** 9,
                                              generator=loader_gen)
@@ -263,6 +311,10 @@ def main(argv=None):
                                          batch_size=args.batch_size, sampler=sampler)
 
     step_model = model
+    if world > 1:
+        # averages the gradients over the processes during backward; `model` stays the
+        # plain module (evaluation, sampling and the checkpoint use it)
+        step_model = torch.nn.parallel.DistributedDataParallel(model)
     if args.compile:
         # the optimizer, clipping and scheduler stay eager; the model's forward and backward
         # are captured once and replayed (state_dict and checkpoints use `model`)
@@ -275,13 +327,18 @@ def main(argv=None):
         loss = train_step(step_model, optimizer, scheduler, scaler, x.long(), y.long(),
                           use_amp)
         step += 1
-        tokens += x.numel()
+        tokens += x.numel() * world
         loss_ema = loss if loss_ema is None else 0.9 * loss_ema + 0.1 * loss
         elapsed = time.time() - t0
         progress.update(step, loss_ema, tokens / max(elapsed, 1e-9),
                         scheduler.get_last_lr()[0])
-        if (args.steps is not None and step - start_step >= args.steps) or \
-                (args.steps is None and elapsed >= args.time):
+        done = (args.steps is not None and step - start_step >= args.steps) or \
+            (args.steps is None and elapsed >= args.time)
+        if world > 1:       # every rank must stop at the same step: rank 0's clock decides
+            flag = torch.tensor([float(done)])
+            torch.distributed.broadcast(flag, src=0)
+            done = bool(flag.item())
+        if done:
             break
     elapsed = time.time() - t0
     tok_s = tokens / max(elapsed, 1e-9)
@@ -291,11 +348,16 @@ def main(argv=None):
     eval_gen = torch.Generator().manual_seed(0)
     train_loss = evaluate(model, train_data, args.block_size, 8, 32, eval_gen)
     val_loss = evaluate(model, val_data, args.block_size, 8, 32, eval_gen)
-    os.makedirs(os.path.dirname(args.checkpoint) or ".", exist_ok=True)
-    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
-                "step": step, "val_loss": val_loss}, args.checkpoint)
-    print(f"checkpoint saved to {args.checkpoint} (step {step}); run again to resume")
+    if rank == 0:
+        os.makedirs(os.path.dirname(args.checkpoint) or ".", exist_ok=True)
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(), "scaler": scaler.state_dict(),
+                    "step": step, "val_loss": val_loss}, args.checkpoint)
+        print(f"checkpoint saved to {args.checkpoint} (step {step}); run again to resume")
+    if world > 1:
+        torch.distributed.destroy_process_group()
+        if rank != 0:
+            return val_loss, baseline
 
     prompt = torch.tensor([list(b"def ")], dtype=torch.long)
     out = model.generate(prompt, args.sample_tokens, temperature=0.8)

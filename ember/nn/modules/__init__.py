@@ -12,6 +12,7 @@ from .dropout import (Dropout, Dropout1d, Dropout2d, Dropout3d, AlphaDropout,  #
 from .sparse import Embedding, EmbeddingBag  # noqa: F401
 from .flatten import Flatten, Unflatten  # noqa: F401
 from .batchnorm import BatchNorm1d, BatchNorm2d, BatchNorm3d  # noqa: F401
+from .sync_batchnorm import SyncBatchNorm  # noqa: F401
 from .normalization import (LayerNorm, GroupNorm, RMSNorm, LocalResponseNorm,  # noqa: F401
                             InstanceNorm1d, InstanceNorm2d, InstanceNorm3d)
 from .loss import (L1Loss, MSELoss, NLLLoss, CrossEntropyLoss, BCELoss,  # noqa: F401

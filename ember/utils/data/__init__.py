@@ -11,9 +11,10 @@ from .sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSam
 from .collate import default_collate, default_convert, collate
 from ._worker import get_worker_info, WorkerInfo
 from .dataloader import DataLoader
+from .distributed import DistributedSampler
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset",
            "Subset", "StackDataset", "random_split", "Sampler", "SequentialSampler",
            "RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler",
            "default_collate", "default_convert", "collate", "get_worker_info", "WorkerInfo",
-           "DataLoader"]
+           "DataLoader", "DistributedSampler"]

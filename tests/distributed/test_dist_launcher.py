@@ -64,7 +64,8 @@ def test_module_over_hostfile(tmp_path):
         assert total == 1.0
 
 
-def test_command_for_several_nodes(tmp_path, capsys):
+def test_command_for_several_nodes(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))   # set: it must reach the other nodes
     hostfile = tmp_path / "hosts"
     hostfile.write_text("node-a slots=4\nnode-b slots=4\n")
     rc = launcher.main(["--nnodes", "2", "--nproc-per-node", "4", "--hostfile", str(hostfile),

@@ -119,7 +119,8 @@ def test_the_page_in_a_real_browser(tmp_path, history):
     assert "in grow" in page["text"] and "in temporary" in page["text"]
     assert "Diff against the earlier snapshot" in page["text"]
     assert page["bands"] == len(viz.timeline(after)["sites"])
-    assert page["rows"] == len(after["blocks"])
+    # (the table shows the largest MAX_BLOCKS blocks; a test worker may hold many more)
+    assert page["rows"] == min(len(after["blocks"]), viz.MAX_BLOCKS)
     assert page["stack"] is not None and "test_viz.py" in page["stack"]   # rows open
     assert result["png"][:8] == b"\x89PNG\r\n\x1a\n"
     del keep, more

@@ -100,7 +100,10 @@ PROBE = """JSON.stringify({
   text: document.body.innerText,
   bands: document.querySelectorAll('#timeline path').length,
   rows: document.querySelectorAll('tr.blk').length,
-  stack: (() => { const r = document.querySelector('tr.blk'); r.click();
+  stack: (() => { const r = [...document.querySelectorAll('tr.blk')]
+                    .find(row => row.innerText.includes('in grow'));
+                  if (!r) return null;
+                  r.click();
                   return r.nextSibling.hidden ? null : r.nextSibling.innerText; })()
 })"""
 

@@ -202,8 +202,26 @@ class Holders:
         skip = (types.FrameType, Tensor, SavedTensor, Node)
         containers = (list, tuple, dict, set)
         skip_ids = self._ignore | self._locals_dicts | self._structural
-        want = {id(t) for t in self.tensors}
         self.rev = {}
+        found = self._index(objs, {id(t) for t in self.tensors}, skip, skip_ids, containers)
+        for _ in range(2):          # the containers' holders, and theirs
+            targets = [c for k, c in found.items() if k not in self.rev]
+            if not targets:
+                break
+            want = {id(c) for c in targets}
+            found = {}                  # (dropped first: it refers to the targets too)
+            refs = gc.get_referrers(*targets)
+            # this census's own lists refer to the targets too: the index's value lists
+            skip_ids.update((id(refs), id(targets)))
+            skip_ids.update(id(v) for v in self.rev.values())
+            found = self._index(refs, want, skip, skip_ids, containers)
+            del refs, targets
+        self._modules_by_globals = {id(getattr(m, "__dict__", None)): name
+                                    for name, m in list(sys.modules.items())}
+
+    def _index(self, objs, want, skip, skip_ids, containers):
+        """Note in self.rev which of `objs` refer to an object whose id is in `want`; returns
+        the containers among them (their own holders are looked up next)."""
         found = {}
         for o in objs:
             tp = type(o)
@@ -214,28 +232,7 @@ class Holders:
                     self.rev.setdefault(id(r), []).append(o)
                     if issubclass(tp, containers):
                         found[id(o)] = o
-        for _ in range(2):          # the containers' holders, and theirs
-            targets = [c for k, c in found.items() if k not in self.rev]
-            if not targets:
-                break
-            want = {id(c) for c in targets}
-            found = {}
-            refs = gc.get_referrers(*targets)
-            # this census's own lists refer to the targets too: the index's value lists
-            skip_ids.update((id(refs), id(targets)))
-            skip_ids.update(id(v) for v in self.rev.values())
-            for o in refs:
-                tp = type(o)
-                if issubclass(tp, skip) or id(o) in skip_ids:
-                    continue
-                for r in gc.get_referents(o):
-                    if id(r) in want:
-                        self.rev.setdefault(id(r), []).append(o)
-                        if issubclass(tp, containers):
-                            found[id(o)] = o
-            del refs, targets
-        self._modules_by_globals = {id(getattr(m, "__dict__", None)): name
-                                    for name, m in list(sys.modules.items())}
+        return found
 
     def plain(self, obj, depth=1):
         """Names of the plain Python references to `obj`: frame locals, globals,

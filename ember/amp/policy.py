@@ -10,11 +10,6 @@ here only inside an autocast region (one attribute check otherwise); hand-writte
 that check the mode stack themselves (matmul, the composites) call it, or `cast_args`, from
 their own first lines.
 
-F.linear, whose op record is not registered yet, keeps the older form, one inline line
-with its name in the set below::
-
-    if state.autocast_enabled: input, weight = cast_inputs("linear", input, weight)
-
 The casts are ordinary differentiable ``.to(dtype)`` calls, so gradients flow back to the
 inputs in their own dtype. Casts of leaf tensors that require grad (parameters) are cached
 for the life of the outermost autocast region, as PyTorch does, so a weight used by several
@@ -27,10 +22,6 @@ from ..core.tensor import Tensor
 from ..autograd.grad_mode import state
 from .. import dispatch
 from ..ops.registry import LOWER_PRECISION as LOWER_PRECISION_POLICY, FP32 as FP32_POLICY
-
-# the one function of nn.functional that applies its policy inline: F.linear, whose op record
-# (ops/matmul.py's _LINEAR) is not registered yet
-LOWER_PRECISION = frozenset(("linear",))
 
 
 class _Cache(threading.local):
@@ -55,15 +46,6 @@ def _cast(t, dtype):
         cache.casts[key] = (t, c)   # keeps t alive, so its id is not reused meanwhile
         return c
     return t.to(dtype)
-
-
-def cast_inputs(op_name, *tensors):
-    """`tensors` cast per `op_name`'s list (non-tensors, None and float64 pass through);
-    returns a tuple, or the single value when one was given."""
-    if op_name not in LOWER_PRECISION:
-        raise KeyError(f"autocast: no policy for op {op_name!r}")
-    out = tuple(_cast(t, state.autocast_dtype) for t in tensors)
-    return out[0] if len(out) == 1 else out
 
 
 def _cast_tree(v, dtype=D.float32):

@@ -10,7 +10,6 @@ import warnings
 
 import ember
 from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
-from ..amp.policy import state as _amp, cast_inputs as _amp_cast  # (linear, below)
 from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from ..ops import nn_ops as _nn_ops
@@ -56,7 +55,6 @@ def linear(input, weight, bias=None):
         if not isinstance(t, ember.Tensor):
             raise TypeError(f"linear(): argument '{name}' (position {i + 1}) must be Tensor, "
                             f"not {type(t).__name__}")
-    if _amp.autocast_enabled: input, weight, bias = _amp_cast("linear", input, weight, bias)
     return _linear_op(input, weight, bias)
 
 

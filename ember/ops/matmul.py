@@ -15,7 +15,7 @@ from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from .. import dispatch
-from ..dispatch import with_mode_seam, wrap, torch_name, call_mode
+from ..dispatch import wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, LOWER_PRECISION, MULTILINEAR, register, register_each
@@ -484,7 +484,8 @@ def _linear_jvp(tan, result, input, weight, bias=None):
 
 _LINEAR = OpDef("linear", EXTERN, inputs=("self", "weight", "bias"),
                 grads={"self": _linear_input_grad, "weight": _linear_weight_grad,
-                       "bias": _linear_bias_grad}, node_name="AddmmBackward0", jvp=_linear_jvp)
+                       "bias": _linear_bias_grad}, node_name="AddmmBackward0", jvp=_linear_jvp,
+                amp=LOWER_PRECISION, function=False, method=False)
 
 
 # OpenBLAS multiplies a few rows by a transposed weight 1.3-4x slower than by a contiguous
@@ -541,5 +542,5 @@ def linear(input, weight, bias=None):
 
 _LINEAR.batch = _br.linear_batch      # vmap (ember/ops/batch_rules.py)
 # not a public ember function (torch has none either: F.linear calls it), but an op all
-# the same: a compiler trace records it as one call
-linear = with_mode_seam(_LINEAR, linear)
+# the same: a compiler trace records it as one call; autocast runs it in the lower precision
+linear = register(_LINEAR, linear)

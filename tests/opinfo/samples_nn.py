@@ -114,6 +114,9 @@ OTHER = {
                     S(T((1, 1, 4, 4), "float64"), T((1, 2, 3, 2), "float64", lo=-1.2, hi=1.2),
                       mode="nearest", padding_mode="border", align_corners=True)],
     "prelu": [S(T((2, 3, 4)), T((3,))), S(T((2, 3), "float64", "T"), T((1,), "float64"))],
+    "linear": [S(T((2, 3)), T((4, 3))),
+               S(T((2, 3), "float64", "T"), T((4, 3), "float64"), T((4,), "float64")),
+               S(T((2, 5, 3), "float64"), T((2, 3), "float64", "step")), S(T((3,)), T((4, 3)))],
 }
 
 NN_FUNCTIONAL = {**LOSSES, **POOLING, **CONVOLUTION, **OTHER}

@@ -40,6 +40,14 @@ CASES = {
     "setitem [1] = (1, 1, 3)": lambda lib: _setitem(lib, (2, 3), 1, (1, 1, 3)),
     "setitem [idx] = (1, 2)": lambda lib: _setitem(lib, (4,), lib.tensor([0, 2]), (1, 2)),
     "setitem [0:2] = (3,)": lambda lib: _setitem(lib, (3,), slice(0, 2), (3,)),
+    # a uint8 index tensor is a mask (deprecated in torch, still a mask)
+    "uint8 mask getitem": lambda lib: lib.arange(4.0)[lib.tensor([1, 0, 1, 1], dtype=lib.uint8)],
+    "uint8 mask on dim 1": lambda lib: lib.arange(8.0).reshape(2, 4)[
+        :, lib.tensor([0, 1, 1, 0], dtype=lib.uint8)],
+    "uint8 mask setitem tensor": lambda lib: _setitem(
+        lib, (4,), lib.tensor([1, 0, 1, 1], dtype=lib.uint8), (3,)),
+    "uint8 mask setitem scalar": lambda lib: lib.zeros(4).__setitem__(
+        lib.tensor([1, 0, 1, 1], dtype=lib.uint8), 9.0),
     # shapes
     "broadcast_shapes with -1": lambda lib: lib.broadcast_shapes((2, 3, 1), (-1,)),
     "tensor_split 2**63 sections": lambda lib: lib.tensor_split(lib.ones(3, 3), 2 ** 63, 1),

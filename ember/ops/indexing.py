@@ -5,6 +5,8 @@ lists and boolean masks (advanced indexing) give copies, following the same rule
 advanced indexing (broadcast index arrays; separated advanced indices move to the front).
 Out-of-range indices raise IndexError, never wrap.
 """
+import warnings
+
 import numpy as np
 
 from ..core import dtype as D
@@ -28,6 +30,10 @@ def _convert(index):
         arr = index._data
         if index.dtype.is_floating_point:
             raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+        if arr.dtype == np.uint8:   # torch reads a byte tensor as a mask (deprecated)
+            warnings.warn("indexing with dtype torch.uint8 is now deprecated, please use a "
+                          "dtype torch.bool instead.", UserWarning, stacklevel=4)
+            arr = arr.astype(np.bool_)
         return arr, True
     if isinstance(index, (list, np.ndarray)):
         arr = np.asarray(index)
@@ -204,6 +210,10 @@ def _strip_leading_ones(value, ndim):
 
 
 def setitem(self, index, value):
+    if isinstance(index, Tensor) and index.dtype is D.uint8 and not isinstance(value, Tensor):
+        # torch fills through masked_fill_ here, which takes bool masks only
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           "unsigned char")
     idx, advanced = _normalise(self, index)
     if not advanced:
         view = getitem(self, index)

@@ -48,6 +48,15 @@ CASES = {
         lib, (4,), lib.tensor([1, 0, 1, 1], dtype=lib.uint8), (3,)),
     "uint8 mask setitem scalar": lambda lib: lib.zeros(4).__setitem__(
         lib.tensor([1, 0, 1, 1], dtype=lib.uint8), 9.0),
+    # integers in an index with tensors are applied first, as basic indices (torch's order)
+    "x[0, :, idx]": lambda lib: lib.zeros(1, 4, 1)[0, :, lib.tensor([0])].shape,
+    "x[1, :, idx] values": lambda lib: lib.arange(24.0).reshape(2, 3, 4)[1, :, lib.tensor([2, 0])],
+    "x[:, 1, idx] values": lambda lib: lib.arange(24.0).reshape(2, 3, 4)[:, 1, lib.tensor([3])],
+    "x[..., 0, idx]": lambda lib: lib.arange(24.0).reshape(2, 3, 4)[..., 0, lib.tensor([1, 2])],
+    "x[0, mask]": lambda lib: lib.arange(24.0).reshape(2, 3, 4)[
+        0, lib.tensor([[True, False, True, False]] * 3)],
+    "x[0, :, idx] = v": lambda lib: _setitem(lib, (2, 3, 4), (0, slice(None), lib.tensor([2, 0])),
+                                             (3, 2)),
     # shapes
     "broadcast_shapes with -1": lambda lib: lib.broadcast_shapes((2, 3, 1), (-1,)),
     "tensor_split 2**63 sections": lambda lib: lib.tensor_split(lib.ones(3, 3), 2 ** 63, 1),
@@ -122,3 +131,14 @@ def test_activation_messages_name_torchs_kernel():
         ember.nn.functional.elu(ember.ones(2, dtype=ember.int64))
     with pytest.raises(NotImplementedError, match="\"log_sigmoid_cpu\" not implemented for 'Bool'"):
         ember.nn.functional.logsigmoid(ember.ones(2, dtype=ember.bool))
+
+
+def test_gradient_through_ints_then_tensor_index():
+    a = np.arange(24.0).reshape(2, 3, 4)
+    grads = []
+    for lib in (torch, ember):
+        x = lib.tensor(a, requires_grad=True)
+        y = x[1, :, lib.tensor([2, 0, 2])]
+        (y * lib.arange(9.0, dtype=lib.float64).reshape(3, 3)).sum().backward()
+        grads.append(x.grad.detach().numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])

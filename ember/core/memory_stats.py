@@ -113,12 +113,16 @@ def track(arr):
     """Count `arr`'s owning array once (installed as tensor.memory_hook while enabled).
     It runs for every new tensor while counting is on, hence the flat code."""
     global _serial, _cur, _peak, _alloc, _speak, _cpeak, _scpeak
+    if type(arr) is not _ndarray and not isinstance(arr, _ndarray):
+        # no memory of its own: a vmap BatchedTensor's metadata placeholder (its physical
+        # tensor is counted), or a NumPy scalar some path left as a tensor's data
+        return
     root = arr if arr.base is None else owner_of(arr)
     key = id(root)
     if key in live:
         return
     if type(root) is not _ndarray and not isinstance(root, _ndarray):
-        return      # a NumPy scalar some path left as a tensor's data: no weakref, no count
+        return
     b = Block(root, _freed)
     b.key = key
     n = b.nbytes = root.nbytes

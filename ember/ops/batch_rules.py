@@ -5,6 +5,7 @@ physical tensors, batch dim first for those `v.is_batched` says are batched; it 
 the physical result(s), batch dim first, or NotImplemented (the loop fallback runs). The
 helpers here are shared by rules in several files of ember/ops/.
 """
+from .view_common import ints_first
 
 
 def direct(v, args, kwargs):
@@ -160,6 +161,13 @@ def getitem_batch(v, args, kwargs):
     if not v.is_batched(x):
         return NotImplemented
     idx = index if isinstance(index, tuple) else (index,)
+    if any(_is_index_tensor(t) and v.is_batched(t) for t in idx) and ints_first(idx):
+        return NotImplemented   # (per-sample index tensors with integers: the loop)
+    split = ints_first(idx)
+    if split is not None:
+        # torch (and ember's eager indexing) applies the integers first, as basic indices
+        x = x[(slice(None),) + split[0]]
+        idx = split[1]
     tensors = [t for t in idx if _is_index_tensor(t)]
     if not tensors:
         return x[(slice(None),) + idx]

@@ -18,6 +18,7 @@ from .registry import OpDef, VIEW, METHODS, register
 from . import batch_rules as _br
 from .view import apply_view, view_op, _view_scatter, strided_view, repoint
 from .view import _SELECT, _SLICE, _UNSQUEEZE, _ALIAS
+from .view_common import ints_first as _ints_first
 
 _INDEX = OpDef("index", VIEW, attrs={"shape": None, "view_fn": None},
                grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
@@ -143,6 +144,9 @@ def _basic_view(a, idx):
 
 
 def getitem(self, index):
+    split = _ints_first(index)
+    if split is not None:
+        return getitem(getitem(self, split[0]), split[1])
     if type(index) is slice and index.step is None and self._data.ndim and \
             type(index.start) in _PLAIN and type(index.stop) in _PLAIN:
         # fast path for x[a:b]: NumPy's view is PyTorch's whenever it is not empty
@@ -214,6 +218,9 @@ def setitem(self, index, value):
         # torch fills through masked_fill_ here, which takes bool masks only
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
                            "unsigned char")
+    split = _ints_first(index)
+    if split is not None:   # x[0, :, idx] = v writes into the view x[0] (torch's order)
+        return setitem(getitem(self, split[0]), split[1], value)
     idx, advanced = _normalise(self, index)
     if not advanced:
         view = getitem(self, index)

@@ -12,7 +12,8 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from ..core.strides import strided_view  # noqa: F401  (re-exported: the ops import it here)
-from ..core.tensor import make_view
+from ..core import dtype as D
+from ..core.tensor import Tensor, make_view
 from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
 from ..autograd import views as _autograd_views
@@ -177,3 +178,36 @@ def _elem_strides(a):
 
 
 _PERMUTE = view_op("permute")   # here: a permutation's gradient is one
+
+
+# ---- indexing order (indexing.py, and vmap's rule for it in batch_rules.py) ----
+def _is_int(v):
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _is_advanced(v):
+    return isinstance(v, (Tensor, list, np.ndarray, bool, np.bool_))
+
+
+def ints_first(index):
+    """torch applies the integer components of an index that also holds tensors first, as
+    basic indices (``x[0, :, idx]`` is ``x[0][:, idx]``), where NumPy would broadcast the
+    integer with the tensor and move the result's dims to the front. Returns (the basic
+    index, the rest), or None when the index does not mix the two."""
+    if not isinstance(index, tuple) or not any(_is_int(v) for v in index) or \
+            not any(_is_advanced(v) for v in index):
+        return None
+    basic, rest = [], []
+    for v in index:
+        if _is_int(v):
+            basic.append(v)
+        elif _is_advanced(v):
+            nd = getattr(v, "ndim", None) if not isinstance(v, Tensor) else v.dim()
+            is_mask = (v.dtype in (D.bool_, D.uint8)) if isinstance(v, Tensor) else \
+                (np.asarray(v).dtype == np.bool_)
+            basic.extend([slice(None)] * (max(nd or 0, 1) if is_mask else 1))
+            rest.append(v)
+        else:   # slices, None, Ellipsis: applied in the first step, kept as full slices
+            basic.append(v)
+            rest.append(v if v is Ellipsis else slice(None))
+    return tuple(basic), tuple(rest)

@@ -203,6 +203,11 @@ def test_views_and_indexing():
     both(lambda a, j: a[:, j], lambda a, j: a[:, j], x, i, in_dims=(0, None))
     x4 = pair(3, 4, 5, 2)
     both(lambda a, j: a[j, :, 1], lambda a, j: a[j, :, 1], x4, i, in_dims=(0, None))
+    # integers with tensors: the integers apply first (torch's order), wherever they stand
+    i2 = (ember.tensor([1, 0]), torch.tensor([1, 0]))
+    for f in (lambda a, j: a[1, :, j], lambda a, j: a[:, 1, j], lambda a, j: a[0, j, 1],
+              lambda a, j: a[..., 1, j]):
+        both(f, f, x4, i2, in_dims=(0, None))
     per = (ember.tensor([3, 0, 1]), torch.tensor([3, 0, 1]))
     both(lambda a, j: a[j], lambda a, j: a[j], x, per)     # one index per sample
 

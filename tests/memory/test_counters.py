@@ -192,3 +192,18 @@ def test_a_device_other_than_cpu_is_refused():
     with pytest.raises(RuntimeError):
         M.memory_allocated(0)
     assert M.memory_allocated("cpu") == M.memory_allocated()
+
+
+def test_vmap_tensors_are_skipped_while_counting(quiet_gc):
+    # a BatchedTensor (made inside vmap, here kept after it) has no memory of its own: its
+    # physical tensor is counted; counting, and the census when counting starts, skip it
+    kept = []
+
+    def f(x):
+        kept.append(x)
+        return x * 2
+    ember.func.vmap(f)(ember.ones(3, 2))
+    ember.memory.memory_stats()   # a census over live tensors, the kept one included
+    base = used()
+    y = ember.func.vmap(f)(ember.ones(3, 2))
+    assert used() - base >= nbytes((3, 2)) and y.shape == (3, 2)

@@ -225,10 +225,22 @@ def _dtype_or_default(dtype):
     return D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
 
 
+def _cannot_allocate(shape, dt):
+    """torch's RuntimeError (not Python's MemoryError) for a tensor too big to allocate."""
+    n = dt.itemsize
+    for d in shape:
+        n *= d
+    return RuntimeError(f"DefaultCPUAllocator: can't allocate memory: you tried to allocate "
+                        f"{n} bytes.")
+
+
 def _filled(fill, size, dtype, device, requires_grad, out):
     dt = _dtype_or_default(dtype)
     shape = _size_args(size)
-    arr = np.full(shape, fill, dtype=dt.np) if fill else np.zeros(shape, dtype=dt.np)
+    try:
+        arr = np.full(shape, fill, dtype=dt.np) if fill else np.zeros(shape, dtype=dt.np)
+    except MemoryError:
+        raise _cannot_allocate(shape, dt) from None
     if out is not None:
         out._data = arr
         out._storage = None

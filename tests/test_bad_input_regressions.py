@@ -60,6 +60,18 @@ CASES = {
     # an allocation too big for memory is torch's RuntimeError, not MemoryError
     "zeros(2**40)": lambda lib: lib.zeros(2 ** 40),
     "ones(2**20, 2**21)": lambda lib: lib.ones(2 ** 20, 2 ** 21, dtype=lib.float64),
+    # view(dtype) with another element size: the last dim rescaled, torch's conditions
+    "float32 view int16": lambda lib: lib.arange(8, dtype=lib.float32).view(lib.int16),
+    "float32 view float64": lambda lib: lib.arange(8, dtype=lib.float32).reshape(2, 4).view(
+        lib.float64),
+    "int32 rows view int8": lambda lib: lib.arange(12, dtype=lib.int32).reshape(3, 4)[::2].view(
+        lib.int8),
+    "view float64 of odd size": lambda lib: lib.arange(3.0).view(lib.float64),
+    "view float64 at odd offset": lambda lib: lib.arange(8, dtype=lib.float32)[1:7].view(
+        lib.float64),
+    "view float64 of a transpose": lambda lib: lib.arange(8, dtype=lib.float32).reshape(
+        4, 2).t().view(lib.float64),
+    "view int16 of a 0-dim": lambda lib: lib.tensor(1.0).view(lib.int16),
     # shapes
     "broadcast_shapes with -1": lambda lib: lib.broadcast_shapes((2, 3, 1), (-1,)),
     "tensor_split 2**63 sections": lambda lib: lib.tensor_split(lib.ones(3, 3), 2 ** 63, 1),

@@ -85,12 +85,33 @@ def _view_arr(a, shape):
     return strided_view(a, shape, S.view_strides(a.shape, _elem_strides(a), shape))
 
 
+def _check_view_dtype(self, d):
+    """torch's conditions for viewing elements of one size as another: the last dim is
+    contiguous and, towards a bigger element, its size, the offset and every other stride
+    are whole multiples of the ratio (the new elements tile the old ones exactly)."""
+    from ..dispatch import torch_name
+    what = (f"to view {torch_name(self.dtype)} as {torch_name(d)} (different element "
+            "sizes)")
+    if self._data.ndim == 0:
+        raise RuntimeError(f"self.dim() cannot be 0 {what}")
+    st = self.stride()
+    if st[-1] != 1:
+        raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got {st[-1]}")
+    if d.itemsize > self.dtype.itemsize:
+        ratio = d.itemsize // self.dtype.itemsize
+        checks = [("self.size(-1)", self._data.shape[-1]),
+                  ("self.storage_offset()", self.storage_offset())]
+        checks += [(f"self.stride({i})", s_) for i, s_ in enumerate(st[:-1])]
+        for name, v in checks:
+            if v % ratio:
+                raise RuntimeError(f"{name} must be divisible by {ratio} {what}, but got {v}")
+
+
 def _view_dtype(self, dtype):
     from ..core.dtype import to_dtype
     d = to_dtype(dtype)
     if d.itemsize != self.dtype.itemsize:
-        raise RuntimeError("view(dtype) with a different element size is not supported by "
-                           "ember")
+        _check_view_dtype(self, d)
     t = make_view(self, self._data.view(d.np))
     t.dtype = d
     return t

@@ -131,16 +131,7 @@ def run_workload(name, threads, torch, ember):
 
 
 def machine():
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    cpu = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return f"{harness.cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def write_markdown(rows, command, path="BENCHMARKS.md"):

@@ -24,7 +24,6 @@ shared machine). The machine's load is reported beside them (cpu busy).
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -133,17 +132,6 @@ def _launch(nproc, args, no_ddp=False):
     return results
 
 
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.ddp")
     p.add_argument("--batch", type=int, default=128, help="global batch (default 128)")
@@ -159,7 +147,7 @@ def main(argv=None):
     if args.rank_side:
         return _rank_main(args)
     sys.path.insert(0, REPO)
-    from benchmarks.harness import cpu_busy
+    from benchmarks.harness import cpu_busy, cpu_name
     runs = []
     for _ in range(args.repeats):
         busy = cpu_busy()
@@ -194,7 +182,7 @@ def main(argv=None):
           f"of {args.repeats} runs; buckets (params each) {runs[0]['buckets']}; "
           f"gradient_as_bucket_view={args.gradient_as_bucket_view}, progress thread "
           f"{'off' if args.no_progress_thread else 'on'}; "
-          f"{_cpu_name()}, {os.cpu_count()} cpus")
+          f"{cpu_name()}, {os.cpu_count()} cpus")
     print(f"  1 process x 1 thread : {med['t1'] * 1e3:8.2f} ms/step")
     print(f"  2 ranks x 1 thread   : {med['t2'] * 1e3:8.2f} ms/step")
     print(f"  scaling efficiency   : {med['eff']:8.2f}   (goal >= 0.8)")

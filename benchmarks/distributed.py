@@ -12,7 +12,6 @@ rank single-threaded); the machine's load is printed beside the figures.
 """
 import argparse
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -82,17 +81,6 @@ def _human(nbytes):
     return f"{nbytes // 2**20} MiB" if nbytes >= 2**20 else f"{nbytes // 1024} KiB"
 
 
-def _cpu():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def main(argv=None):
     p = argparse.ArgumentParser(prog="python -m benchmarks.distributed")
     p.add_argument("--nproc", type=int, default=2)
@@ -105,7 +93,7 @@ def main(argv=None):
         return _rank_main(args)
     sys.path.insert(0, REPO)
     from ember.distributed._mpi import mpiexec_env, mpiexec_path
-    from benchmarks.harness import cpu_busy
+    from benchmarks.harness import cpu_busy, cpu_name
     env = mpiexec_env()
     env["PYTHONPATH"] = REPO + os.pathsep + env.get("PYTHONPATH", "")
     for v in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -118,7 +106,7 @@ def main(argv=None):
     if out.returncode:
         sys.exit(f"benchmark ranks failed:\n{out.stdout}\n{out.stderr}")
     rows = [line.split()[1:] for line in out.stdout.splitlines() if line.startswith("ROW")]
-    print(f"all_reduce float32, {args.nproc} ranks, {_cpu()}, {os.cpu_count()} cores, "
+    print(f"all_reduce float32, {args.nproc} ranks, {cpu_name()}, {os.cpu_count()} cores, "
           f"cpu busy before {busy:.0%}; medians of {args.samples} samples")
     if args.markdown:
         print("| size | ember (us) | mpi4py (us) | ember busbw (GiB/s) | mpi4py busbw (GiB/s) "

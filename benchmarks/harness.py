@@ -23,6 +23,19 @@ def cpu_busy(interval=0.2):
     return 0.0 if total <= 0 else 1.0 - (i1 - i0) / total
 
 
+def cpu_name():
+    """The CPU's model name from /proc/cpuinfo (or what `platform` knows)."""
+    import platform
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def set_threads(n, torch_mod, ember_mod):
     """Give torch, ember and NumPy's BLAS the same thread count."""
     torch_mod.set_num_threads(n)

@@ -2,7 +2,8 @@
 
 The value is the OpenMP thread count generated C kernels are called with (build.KernelFn reads
 `_num_threads` at every call, so a change applies to kernels already built) and NumPy's BLAS
-thread count (through threadpoolctl when it is installed; it is optional). The default is
+thread count, set through threadpoolctl (a runtime dependency: without it OpenBLAS kept its own
+thread count and `set_num_threads(1)` did not hold under contention). The default is
 $OMP_NUM_THREADS when set, else the CPUs this process may run on.
 """
 import os
@@ -33,10 +34,7 @@ def set_num_threads(n):
     """Set the threads used by compiled kernels and by BLAS (matmul)."""
     global _num_threads
     _num_threads = n = _positive(n, "set_num_threads")
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
+    from threadpoolctl import threadpool_limits
     threadpool_limits(n, user_api="blas")
 
 

@@ -40,23 +40,7 @@ LAYERS = [
 ]
 
 # (importer, imported): reason. Each entry is a debt; remove it when the edge goes.
-_SIBLING = ("a lazy import back into nn.functional, which re-exports this file: import the "
-            "function from where it is defined")
-_NAMESPACE = "nn code calls the public namespace (ember.zeros...): to rewire to explicit imports"
 ALLOWLIST = {
-    ("ember.nn.functional_attention", "ember.nn.functional"):
-        _SIBLING + " (linear, softmax, dropout)",
-    ("ember.nn.functional_loss", "ember.nn.functional"): _SIBLING + " (pairwise_distance)",
-    ("ember.nn.functional", "ember"): _NAMESPACE,
-    ("ember.nn.functional_attention", "ember"): _NAMESPACE,
-    ("ember.nn.functional_pool", "ember"): _NAMESPACE,
-    ("ember.nn.functional_resample", "ember"): _NAMESPACE,
-    ("ember.nn.functional_embedding", "ember"): _NAMESPACE,
-    ("ember.nn.functional_loss", "ember"): _NAMESPACE,
-    ("ember.nn.functional_norm", "ember"): _NAMESPACE,
-    ("ember.nn.init", "ember"): _NAMESPACE,
-    ("ember.nn.modules.rnn", "ember"): _NAMESPACE,
-    ("ember.nn.utils.rnn", "ember"): _NAMESPACE,
 }
 
 

@@ -8,7 +8,12 @@ its derivative for free.
 import math
 import warnings
 
-import ember
+from ..core.dtype import bool_
+from ..core.tensor import Tensor
+from ..ops.creation import empty, empty_like
+from ..ops.joining import broadcast_tensors
+from ..ops.pointwise import clamp_max, where
+from ..ops.pointwise_math import relu as _relu
 from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
 from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
@@ -17,11 +22,6 @@ from ..ops import nn_ops as _nn_ops
 # fast path); nn.functional publishes them
 from ..ops.nn_ops import gelu, embedding  # noqa: F401,E402
 from ..ops.nn_ops import _gelu_kernel, _gelu_backward_kernel  # noqa: F401  (the fused kernels)
-
-
-def _check_p(p):
-    if p < 0.0 or p > 1.0:
-        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
 
 
 def _inplace(fn, input, inplace):
@@ -36,7 +36,7 @@ def _inplace(fn, input, inplace):
 def _floating_only(kernel_name, input):
     """torch's NotImplementedError for an activation whose CPU kernel has no integral or bool
     loop (``"elu_cpu" not implemented for 'Long'``)."""
-    if isinstance(input, ember.Tensor) and not input.dtype.is_floating_point:
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
         raise _not_implemented(kernel_name, input.dtype)
 
 
@@ -52,7 +52,7 @@ def linear(input, weight, bias=None):
     ember.Size([2, 4])
     """
     for i, (name, t) in enumerate((("input", input), ("weight", weight))):
-        if not isinstance(t, ember.Tensor):
+        if not isinstance(t, Tensor):
             raise TypeError(f"linear(): argument '{name}' (position {i + 1}) must be Tensor, "
                             f"not {type(t).__name__}")
     return _linear_op(input, weight, bias)
@@ -82,7 +82,7 @@ def bilinear(input1, input2, weight, bias=None):
 # ---- activations ----
 def relu(input, inplace=False):
     """``max(input, 0)``."""
-    return input.relu_() if inplace else ember.relu(input)
+    return input.relu_() if inplace else _relu(input)
 
 
 def relu_(input):
@@ -93,13 +93,13 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """Clamp to ``[min_val, max_val]``; the gradient is zero at and beyond the bounds."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    if isinstance(input, ember.Tensor) and input.dtype is ember.bool:
+    if isinstance(input, Tensor) and input.dtype is bool_:
         raise RuntimeError("Bool inputs not supported for hardtanh")
-    if isinstance(input, ember.Tensor) and not input.dtype.is_floating_point:
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
         # integers keep their dtype (the bounds are converted to it, as torch does)
         return _inplace(lambda x: x.clamp(int(min_val), int(max_val)), input, inplace)
-    return _inplace(lambda x: ember.where(x <= min_val, min_val,
-                                          ember.where(x >= max_val, max_val, x)),
+    return _inplace(lambda x: where(x <= min_val, min_val,
+                                    where(x >= max_val, max_val, x)),
                     input, inplace)
 
 
@@ -111,7 +111,7 @@ def relu6(input, inplace=False):
 def leaky_relu(input, negative_slope=0.01, inplace=False):
     """``input`` where positive, ``negative_slope * input`` elsewhere."""
     _floating_only("leaky_relu_cpu", input)
-    return _inplace(lambda x: ember.where(x > 0, x, x * negative_slope), input, inplace)
+    return _inplace(lambda x: where(x > 0, x, x * negative_slope), input, inplace)
 
 
 def prelu(input, weight):
@@ -125,7 +125,7 @@ def prelu(input, weight):
                                f"parameter numbers = {weight.numel()} and channel size = "
                                f"{channels}.")
         w = weight.reshape(-1, *([1] * (input.dim() - 2)))
-    return ember.where(input > 0, input, w * input)
+    return where(input > 0, input, w * input)
 prelu = _composition("prelu", prelu, amp=_LOWP)
 
 
@@ -133,7 +133,7 @@ def elu(input, alpha=1.0, inplace=False):
     """``input`` where positive, ``alpha * (exp(input) - 1)`` elsewhere."""
     _floating_only("elu_cpu", input)
     # clamp before expm1: the unused branch must not overflow (inf * 0 = nan in backward)
-    return _inplace(lambda x: ember.where(x > 0, x, ember.clamp_max(x, 0).expm1() * alpha),
+    return _inplace(lambda x: where(x > 0, x, clamp_max(x, 0).expm1() * alpha),
                     input, inplace)
 
 
@@ -152,7 +152,7 @@ def celu(input, alpha=1.0, inplace=False):
     _floating_only("elu_cpu", input)
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    return _inplace(lambda x: ember.where(x > 0, x, (ember.clamp_max(x, 0) / alpha).expm1()
+    return _inplace(lambda x: where(x > 0, x, (clamp_max(x, 0) / alpha).expm1()
                                           * alpha), input, inplace)
 
 
@@ -166,8 +166,8 @@ def softplus(input, beta=1.0, threshold=20.0):
     """``log(1 + exp(beta * x)) / beta``, linear where ``beta * x > threshold``."""
     _floating_only("softplus_cpu", input)
     z = input * beta
-    soft = ember.clamp_max(z, threshold).exp().log1p() / beta
-    return ember.where(z > threshold, input, soft)
+    soft = clamp_max(z, threshold).exp().log1p() / beta
+    return where(z > threshold, input, soft)
 
 
 def mish(input, inplace=False):
@@ -184,14 +184,14 @@ def softsign(input):
 def hardswish(input, inplace=False):
     """``x * relu6(x + 3) / 6``."""
     _floating_only("hardswish_cpu", input)
-    return _inplace(lambda x: ember.where(x <= -3, 0.0, ember.where(x >= 3, x, x * (x + 3) / 6)),
+    return _inplace(lambda x: where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6)),
                     input, inplace)
 
 
 def hardsigmoid(input, inplace=False):
     """``relu6(x + 3) / 6``."""
     _floating_only("hardsigmoid_cpu", input)
-    return _inplace(lambda x: ember.where(x <= -3, 0.0, ember.where(x >= 3, 1.0, x / 6 + 0.5)),
+    return _inplace(lambda x: where(x <= -3, 0.0, where(x >= 3, 1.0, x / 6 + 0.5)),
                     input, inplace)
 
 
@@ -211,7 +211,7 @@ def logsigmoid(input):
 
 def threshold(input, threshold, value, inplace=False):
     """``input`` where ``input > threshold``, else `value`."""
-    return _inplace(lambda x: ember.where(x > threshold, x, value), input, inplace)
+    return _inplace(lambda x: where(x > threshold, x, value), input, inplace)
 
 
 def threshold_(input, threshold, value):
@@ -242,15 +242,15 @@ def softshrink(input, lambd=0.5):
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
     _floating_only("softshrink_check", input)
     # NaN compares false everywhere: it falls through to the last branch and stays NaN
-    return ember.where(input > lambd, input - lambd,
-                       ember.where(input < -lambd, input + lambd, input * 0))
+    return where(input > lambd, input - lambd,
+                 where(input < -lambd, input + lambd, input * 0))
 
 
 def hardshrink(input, lambd=0.5):
     """``input`` outside ``[-lambd, lambd]``, else 0."""
     _floating_only("hardshrink_cpu", input)
     # NaN stays NaN, as in torch: only values inside the band become 0
-    return ember.where((input >= -lambd) & (input <= lambd), 0.0, input)
+    return where((input >= -lambd) & (input <= lambd), 0.0, input)
 
 
 def elu_(input, alpha=1.0):
@@ -299,78 +299,9 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
     return softmax(-input, dim)
 
 
-# ---- dropout ----
-def dropout(input, p=0.5, training=True, inplace=False):
-    """Zero each element with probability `p` and scale the rest by ``1 / (1 - p)``
-    (identity when not `training`).
-
-    >>> F.dropout(ember.ones(4), 0.5)    # e.g. tensor([2., 0., 2., 2.])
-    """
-    _check_p(p)
-    if not training or p == 0 or input.numel() == 0:
-        return input
-    if p == 1:
-        return input.mul_(0.0) if inplace else input * 0.0
-    mask = ember.empty_like(input).bernoulli_(1 - p).div_(1 - p)
-    return input.mul_(mask) if inplace else input * mask
-
-
-def _feature_mask(input, batched, p):
-    lead = 2 if batched else 1
-    shape = tuple(input.shape[:lead]) + (1,) * (input.dim() - lead)
-    return ember.empty(shape, dtype=input.dtype).bernoulli_(1 - p)
-
-
-def _feature_dropout(input, p, training, inplace, batched):
-    _check_p(p)
-    if not training or p == 0 or input.numel() == 0:
-        return input
-    if p == 1:
-        return input.mul_(0.0) if inplace else input * 0.0
-    mask = _feature_mask(input, batched, p).div_(1 - p)
-    return input.mul_(mask) if inplace else input * mask
-
-
-def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, L) or (C, L) input with probability `p`."""
-    if input.dim() not in (2, 3):
-        raise RuntimeError(f"dropout1d: Expected 2D or 3D input, but received a {input.dim()}D "
-                           "input. Note that dropout1d exists to provide channel-wise dropout "
-                           "on inputs with 1 spatial dimension, a channel dimension, and an "
-                           "optional batch dimension (i.e. 2D or 3D inputs).")
-    return _feature_dropout(input, p, training, inplace, input.dim() == 3)
-
-
-def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, H, W) input with probability `p` (3-D input is taken as
-    (N, C, L), as in PyTorch)."""
-    if input.dim() not in (3, 4):
-        warnings.warn(f"dropout2d: Received a {input.dim()}-D input to dropout2d, which is "
-                      "deprecated and will result in an error in a future release. To retain "
-                      "the behavior and silence this warning, please use dropout instead. Note "
-                      "that dropout2d exists to provide channel-wise dropout on inputs with 2 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension "
-                      "(i.e. 3D or 4D inputs).")
-    if input.dim() == 3:
-        warnings.warn("dropout2d: Received a 3D input to dropout2d and assuming that "
-                      "channel-wise 1D dropout behavior is desired - input is interpreted as "
-                      "shape (N, C, L), where C is the channel dim. This behavior will change in "
-                      "a future release to interpret the input as one without a batch "
-                      "dimension, i.e. shape (C, H, W). To maintain the 1D channel-wise dropout "
-                      "behavior, please switch to using dropout1d instead.")
-    return _feature_dropout(input, p, training, inplace, input.dim() >= 2)
-
-
-def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) input with probability `p`."""
-    if input.dim() not in (4, 5):
-        warnings.warn(f"dropout3d: Received a {input.dim()}-D input to dropout3d, which is "
-                      "deprecated and will result in an error in a future release. To retain "
-                      "the behavior and silence this warning, please use dropout instead. Note "
-                      "that dropout3d exists to provide channel-wise dropout on inputs with 3 "
-                      "spatial dimensions, a channel dimension, and an optional batch dimension "
-                      "(i.e. 4D or 5D inputs).")
-    return _feature_dropout(input, p, training, inplace, input.dim() != 4)
+# ---- dropout (dropout, dropout1d/2d/3d are in functional_dropout.py) ----
+from .functional_dropout import (dropout, dropout1d, dropout2d, dropout3d,  # noqa: E402,F401
+                                 _check_p, _feature_mask)
 
 
 _ALPHA = 1.7580993408473766     # -SELU's negative saturation value (scale * alpha)
@@ -393,7 +324,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU's self-normalisation: dropped units take the negative saturation
     value and the result is rescaled to keep mean 0 and variance 1."""
     return _alpha_dropout(input, p, training, inplace,
-                          lambda: ember.empty_like(input).bernoulli_(1 - p))
+                          lambda: empty_like(input).bernoulli_(1 - p))
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
@@ -417,7 +348,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``sum(x1 * x2) / (max(||x1||, eps) * max(||x2||, eps))`` over `dim` (broadcasting)."""
-    x1, x2 = ember.broadcast_tensors(x1, x2)
+    x1, x2 = broadcast_tensors(x1, x2)
 
     def unit(x):
         n = x.norm(2, dim, keepdim=True)
@@ -426,10 +357,7 @@ def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     return (unit(x1) * unit(x2)).sum(dim)
 
 
-def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
-    """``||x1 - x2 + eps||_p`` over the last dim."""
-    d = max(x1.dim(), x2.dim())
-    return (x1 - x2 + eps).norm(p, d - 1 if d else 0, keepdim=keepdim)
+
 from .functional_norm import *  # noqa: F401,F403,E402  (normalisation functions)
 from .functional_loss import *  # noqa: F401,F403,E402  (loss functions)
 from .functional_attention import *  # noqa: F401,F403,E402  (attention functions)

@@ -5,7 +5,11 @@ attention forward used by nn.MultiheadAttention. Compositions of ember ops.
 """
 import math
 
-import ember
+from ..ops.creation import zeros
+from ..ops.joining import cat
+from ..ops import nn_ops as _nn_ops
+from ..ops.linalg import linear as _linear
+from .functional_dropout import dropout
 # scaled_dot_product_attention is a composite op, defined once in ember/ops (its OpDef holds
 # the decomposition, the fast path and its joint backward formula)
 from ..ops.nn_attention_ops import scaled_dot_product_attention, _mask_to_bias  # noqa: F401
@@ -25,7 +29,6 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     Masks use PyTorch's MultiheadAttention convention: True = not allowed; float = added.
     Returns (output (L, N, E), weights (N, L, S) averaged over heads or (N, H, L, S), or
     None)."""
-    from .functional import linear, softmax, dropout
     batched = query.dim() == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -48,21 +51,21 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     bq = bk = bv = None
     if in_proj_bias is not None:
         bq, bk, bv = in_proj_bias.chunk(3)
-    q = linear(query, wq, bq)
-    k = linear(key, wk, bk)
-    v = linear(value, wv, bv)
+    q = _linear(query, wq, bq)
+    k = _linear(key, wk, bk)
+    v = _linear(value, wv, bv)
     attn_mask = _mask_to_bias(attn_mask, q.dtype, true_means_keep=False)
     if attn_mask is not None and attn_mask.dim() == 2:
         attn_mask = attn_mask.unsqueeze(0)
     key_padding_mask = _mask_to_bias(key_padding_mask, q.dtype, true_means_keep=False)
     if bias_k is not None and bias_v is not None:
-        k = ember.cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
-        v = ember.cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
+        k = cat([k, bias_k.expand(1, bsz, embed_dim)], 0)
+        v = cat([v, bias_v.expand(1, bsz, embed_dim)], 0)
         if attn_mask is not None:
-            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
-                                                          dtype=attn_mask.dtype)], -1)
+            attn_mask = cat([attn_mask, zeros(attn_mask.shape[:-1] + (1,),
+                                              dtype=attn_mask.dtype)], -1)
         if key_padding_mask is not None:
-            key_padding_mask = ember.cat([key_padding_mask, ember.zeros(
+            key_padding_mask = cat([key_padding_mask, zeros(
                 (key_padding_mask.shape[0], 1), dtype=key_padding_mask.dtype)], -1)
     # (L, N, E) -> (N * H, L, head_dim)
     q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
@@ -71,13 +74,13 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     v = (v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1) if static_v is None
          else static_v)
     if add_zero_attn:
-        k = ember.cat([k, ember.zeros((k.shape[0], 1, head_dim), dtype=k.dtype)], 1)
-        v = ember.cat([v, ember.zeros((v.shape[0], 1, head_dim), dtype=v.dtype)], 1)
+        k = cat([k, zeros((k.shape[0], 1, head_dim), dtype=k.dtype)], 1)
+        v = cat([v, zeros((v.shape[0], 1, head_dim), dtype=v.dtype)], 1)
         if attn_mask is not None:
-            attn_mask = ember.cat([attn_mask, ember.zeros(attn_mask.shape[:-1] + (1,),
-                                                          dtype=attn_mask.dtype)], -1)
+            attn_mask = cat([attn_mask, zeros(attn_mask.shape[:-1] + (1,),
+                                              dtype=attn_mask.dtype)], -1)
         if key_padding_mask is not None:
-            key_padding_mask = ember.cat([key_padding_mask, ember.zeros(
+            key_padding_mask = cat([key_padding_mask, zeros(
                 (key_padding_mask.shape[0], 1), dtype=key_padding_mask.dtype)], -1)
     src_len = k.shape[1]
     if key_padding_mask is not None:
@@ -87,12 +90,12 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     scores = q.matmul(k.transpose(1, 2)) * (1.0 / math.sqrt(head_dim))
     if attn_mask is not None:
         scores = scores + attn_mask
-    weights = softmax(scores, dim=-1)
+    weights = _nn_ops.softmax(scores, -1)
     if dropout_p > 0.0 and training:
         weights = dropout(weights, dropout_p, training=True)
     out = weights.matmul(v)                                   # (N * H, L, head_dim)
     out = out.transpose(0, 1).reshape(tgt_len * bsz, embed_dim)
-    out = linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
+    out = _linear(out, out_proj_weight, out_proj_bias).reshape(tgt_len, bsz, embed_dim)
     if not batched:
         out = out.squeeze(1)
     if not need_weights:

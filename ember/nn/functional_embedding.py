@@ -5,7 +5,9 @@ either each row of a 2-D `input`, or the slices of a 1-D `input` that `offsets` 
 """
 import numpy as np
 
-import ember
+from ..core.dtype import int64
+from ..ops import nn_ops as _nn_ops
+from ..ops.creation import empty_like, tensor, zeros, zeros_like
 from ..dispatch import with_mode_seam as _seam
 
 __all__ = ["embedding_bag", "gumbel_softmax"]
@@ -62,23 +64,23 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     n_emb = weight.shape[0]
     if padding_idx is not None and padding_idx < 0:
         padding_idx += n_emb
-    rows = ember.nn.functional.embedding(flat, weight, None, max_norm, norm_type)
+    rows = _nn_ops.embedding(flat, weight, None, max_norm, norm_type)
     keep = np.ones(flat.shape[0], bool)
     if padding_idx is not None:
         keep = flat.detach().numpy() != padding_idx
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.reshape(-1, 1)
     dim = weight.shape[1]
-    bag_ids = ember.tensor(bag_of[keep], dtype=ember.int64)
-    rows = rows[ember.tensor(np.nonzero(keep)[0], dtype=ember.int64)]
-    out = ember.zeros(nbags, dim, dtype=weight.dtype)
+    bag_ids = tensor(bag_of[keep], dtype=int64)
+    rows = rows[tensor(np.nonzero(keep)[0], dtype=int64)]
+    out = zeros(nbags, dim, dtype=weight.dtype)
     if mode == "max":
         index = bag_ids.reshape(-1, 1).expand(-1, dim)
         return out.scatter_reduce(0, index, rows, reduce="amax", include_self=False)
     out = out.index_add(0, bag_ids, rows)
     if mode == "mean":
         counts = np.bincount(bag_of[keep], minlength=nbags).astype(np.float64)
-        out = out / ember.tensor(np.maximum(counts, 1).reshape(-1, 1), dtype=weight.dtype)
+        out = out / tensor(np.maximum(counts, 1).reshape(-1, 1), dtype=weight.dtype)
     return out
 
 
@@ -89,10 +91,10 @@ embedding_bag = _seam("F.embedding_bag", embedding_bag)
 def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
     """Samples from the Gumbel-softmax distribution; ``hard=True`` returns one-hot samples
     whose gradient is the soft sample's (straight-through)."""
-    gumbels = -ember.empty_like(logits).exponential_().log()
-    y_soft = ember.nn.functional.softmax((logits + gumbels) / tau, dim)
+    gumbels = -empty_like(logits).exponential_().log()
+    y_soft = _nn_ops.softmax((logits + gumbels) / tau, dim)
     if not hard:
         return y_soft
     index = y_soft.max(dim, keepdim=True)[1]
-    y_hard = ember.zeros_like(logits).scatter(dim, index, 1.0)
+    y_hard = zeros_like(logits).scatter(dim, index, 1.0)
     return y_hard - y_soft.detach() + y_soft

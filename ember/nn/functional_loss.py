@@ -11,7 +11,11 @@ import warnings
 
 import numpy as np
 
-import ember
+from ..core.tensor import Size, Tensor
+from ..ops.creation import arange, full as _full, full_like, tensor
+from ..ops.joining import broadcast_tensors, cat
+from ..ops.pointwise import where
+from ..ops.pointwise_arith import maximum, minimum
 from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP, NO_FORWARD_AD as _NO_FORWARD_AD
 # cross_entropy and nll_loss are composite ops, defined once in ember/ops; the reduction
@@ -19,7 +23,7 @@ from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP, NO_FORWARD_A
 from ..ops.nn_loss_ops import (cross_entropy, nll_loss, _legacy_reduction, _reduce,  # noqa: F401
                                _up, _down, _HALF)
 
-__all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
+__all__ = ["pairwise_distance", "cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
            "huber_loss", "kl_div", "poisson_nll_loss", "gaussian_nll_loss",
            "cosine_embedding_loss", "margin_ranking_loss", "hinge_embedding_loss",
@@ -29,11 +33,11 @@ __all__ = ["cross_entropy", "nll_loss", "binary_cross_entropy",
 
 def _check_same_size(input, target, name=None):
     if tuple(target.shape) != tuple(input.shape):
-        warnings.warn(f"Using a target size ({ember.Size(target.shape)}) that is different to "
-                      f"the input size ({ember.Size(input.shape)}). This will likely lead to "
+        warnings.warn(f"Using a target size ({Size(target.shape)}) that is different to "
+                      f"the input size ({Size(input.shape)}). This will likely lead to "
                       "incorrect results due to broadcasting. Please ensure they have the same "
                       "size.", stacklevel=3)
-        input, target = ember.broadcast_tensors(input, target)
+        input, target = broadcast_tensors(input, target)
     return input, target
 
 
@@ -50,8 +54,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     """``-(t * log(x) + (1 - t) * log(1 - x)) * weight`` with the logs clamped at -100."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Using a target size ({ember.Size(target.shape)}) that is different "
-                         f"to the input size ({ember.Size(input.shape)}) is deprecated. Please "
+        raise ValueError(f"Using a target size ({Size(target.shape)}) that is different "
+                         f"to the input size ({Size(input.shape)}) is deprecated. Please "
                          "ensure they have the same size.")
     (input, target, weight), dt = _up(input, target, weight)
     loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(
@@ -68,8 +72,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     `pos_weight` scales the positive term."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if tuple(target.shape) != tuple(input.shape):
-        raise ValueError(f"Target size ({ember.Size(target.shape)}) must be the same as input "
-                         f"size ({ember.Size(input.shape)})")
+        raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input "
+                         f"size ({Size(input.shape)})")
     (input, target, weight, pos_weight), dt = _up(input, target, weight, pos_weight)
     log_p, log_q = _log_sigmoid_pair(input)
     if pos_weight is None:
@@ -118,7 +122,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
     def fn(d):
         a = d.abs()
-        return ember.where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
+        return where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
     return _pointwise_loss(fn, input, target, size_average, reduce, reduction)
 smooth_l1_loss = _composition("smooth_l1_loss", smooth_l1_loss, amp=_FP32)
 
@@ -130,7 +134,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
 
     def fn(d):
         a = d.abs()
-        out = ember.where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
+        out = where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
         return out if weight is None else out * weight
     return _pointwise_loss(fn, input, target, None, None, reduction)
 huber_loss = _composition("huber_loss", huber_loss, amp=_FP32)
@@ -151,8 +155,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = target.exp() * (target - input)
     else:
         pos = target > 0
-        safe = ember.where(pos, target, 1.0)
-        loss = ember.where(pos, target * safe.log(), 0.0) - target * input
+        safe = where(pos, target, 1.0)
+        loss = where(pos, target * safe.log(), 0.0) - target * input
     if reduction == "batchmean":
         out = loss.sum() / input.shape[0] if input.dim() else loss.sum()
         return _down(out, dt)
@@ -172,9 +176,9 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
         loss = input - target * (input + eps).log()
     if full:
         big = target > 1
-        t = ember.where(big, target, 2.0)
+        t = where(big, target, 2.0)
         stirling = t * t.log() - t + 0.5 * (2 * math.pi * t).log()
-        loss = loss + ember.where(big, stirling, 0.0)
+        loss = loss + where(big, stirling, 0.0)
     return _down(_reduce(loss, reduction), dt)
 poisson_nll_loss = _composition("poisson_nll_loss", poisson_nll_loss, amp=_FP32)
 
@@ -183,7 +187,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"
     """``0.5 * (log(var) + (input - target)**2 / var)`` (+ 0.5 log(2 pi) when `full`); `var`
     is clamped at `eps` without affecting its gradient, as PyTorch does."""
     if isinstance(var, (int, float)):
-        var = ember.full_like(input, float(var))
+        var = full_like(input, float(var))
     if tuple(var.shape) != tuple(input.shape):
         if tuple(input.shape[:-1]) == tuple(var.shape):
             var = var.unsqueeze(-1)
@@ -214,8 +218,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     m1 = (input1 * input1).sum(dim) + eps
     m2 = (input2 * input2).sum(dim) + eps
     cos = prod / (m1 * m2).sqrt()
-    loss = (ember.where(target == 1, 1 - cos, 0.0)
-            + ember.where(target == -1, (cos - margin).clamp_min(0), 0.0))
+    loss = (where(target == 1, 1 - cos, 0.0)
+            + where(target == -1, (cos - margin).clamp_min(0), 0.0))
     return _reduce(loss, reduction)
 cosine_embedding_loss = _composition("cosine_embedding_loss", cosine_embedding_loss, amp=_FP32)
 
@@ -226,9 +230,9 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if input1.dim() != input2.dim() or input1.dim() != target.dim():
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
-                           f"dimension but got sizes: input1: {ember.Size(input1.shape)}, "
-                           f"input2: {ember.Size(input2.shape)}, target: "
-                           f"{ember.Size(target.shape)} ")
+                           f"dimension but got sizes: input1: {Size(input1.shape)}, "
+                           f"input2: {Size(input2.shape)}, target: "
+                           f"{Size(target.shape)} ")
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
 margin_ranking_loss = _composition("margin_ranking_loss", margin_ranking_loss, amp=_FP32)
 
@@ -237,8 +241,8 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
                          reduction="mean"):
     """`input` where target is 1, ``max(0, margin - input)`` where target is -1."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = (ember.where(target != 1, (margin - input).clamp_min(0), 0.0)
-            + ember.where(target != -1, input, 0.0))
+    loss = (where(target != 1, (margin - input).clamp_min(0), 0.0)
+            + where(target != -1, input, 0.0))
     return _reduce(loss, reduction)
 hinge_embedding_loss = _composition("hinge_embedding_loss", hinge_embedding_loss, amp=_FP32)
 
@@ -247,7 +251,6 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
                         size_average=None, reduce=None, reduction="mean"):
     """``max(0, d(a, p) - d(a, n) + margin)`` with the pairwise p-norm distance; `swap` uses
     ``min(d(a, n), d(p, n))`` as the negative distance."""
-    from .functional import pairwise_distance
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if not (anchor.dim() == positive.dim() == negative.dim()):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
@@ -256,7 +259,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     d_pos = pairwise_distance(anchor, positive, p, eps)
     d_neg = pairwise_distance(anchor, negative, p, eps)
     if swap:
-        d_neg = ember.minimum(d_neg, pairwise_distance(positive, negative, p, eps))
+        d_neg = minimum(d_neg, pairwise_distance(positive, negative, p, eps))
     return _reduce((margin + d_pos - d_neg).clamp_min(0), reduction)
 triplet_margin_loss = _composition("triplet_margin_loss", triplet_margin_loss, amp=_FP32)
 
@@ -277,8 +280,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * weight[t].unsqueeze(1)
-    not_y = ember.arange(c).unsqueeze(0) != t.unsqueeze(1)
-    loss = ember.where(not_y, z, 0.0).sum(1) / c
+    not_y = arange(c).unsqueeze(0) != t.unsqueeze(1)
+    loss = where(not_y, z, 0.0).sum(1) / c
     if squeeze:
         loss = loss.reshape(target.shape if target.dim() else ())
     return _reduce(loss, reduction)
@@ -298,9 +301,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     is_t = np.zeros((n, c), dtype=bool)
     rows = np.nonzero(valid)
     is_t[rows[0], t[rows]] = True
-    pair = ember.tensor(is_t[:, :, None] & ~is_t[:, None, :])
+    pair = tensor(is_t[:, :, None] & ~is_t[:, None, :])
     z = (1 - (x.unsqueeze(2) - x.unsqueeze(1))).clamp_min(0)
-    loss = ember.where(pair, z, 0.0).sum((1, 2)) / c
+    loss = where(pair, z, 0.0).sum((1, 2)) / c
     if squeeze:
         loss = loss.reshape(() if input.dim() == 1 else input.shape[:-1])
     return _reduce(loss, reduction)
@@ -330,7 +333,7 @@ soft_margin_loss = _composition("soft_margin_loss", soft_margin_loss, amp=_FP32)
 
 # ---- CTC ----
 def _as_long(x):
-    if isinstance(x, ember.Tensor):
+    if isinstance(x, Tensor):
         return x.numpy().astype(np.int64).reshape(-1)
     return np.asarray(x, dtype=np.int64).reshape(-1)
 
@@ -373,43 +376,49 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     neg = -1e30          # "log 0": finite, so the gradients of impossible paths stay 0
     dtype = log_probs.dtype
     # log-probabilities of the extended labels at every step: (T, N, L)
-    idx = ember.tensor(np.broadcast_to(ext, (t_len, n, L)).copy())
+    idx = tensor(np.broadcast_to(ext, (t_len, n, L)).copy())
     lp = log_probs.gather(2, idx)
     init_ok = np.zeros((n, L), dtype=bool)
     init_ok[:, 0] = True
     if L > 1:
         init_ok[:, 1] = tg_len > 0
-    negt = ember.full((n, 1), neg, dtype=dtype)
-    alpha = ember.where(ember.tensor(init_ok[:, :L]), lp[0], neg) if t_len else None
-    skip_t = ember.tensor(skip)
+    negt = _full((n, 1), neg, dtype=dtype)
+    alpha = where(tensor(init_ok[:, :L]), lp[0], neg) if t_len else None
+    skip_t = tensor(skip)
     for t in range(1, t_len):
-        a1 = ember.cat([negt, alpha[:, :-1]], 1)
-        a2 = ember.where(skip_t, ember.cat([negt, negt, alpha[:, :-2]], 1) if L > 2
+        a1 = cat([negt, alpha[:, :-1]], 1)
+        a2 = where(skip_t, cat([negt, negt, alpha[:, :-2]], 1) if L > 2
                          else alpha, neg)
-        m = ember.maximum(ember.maximum(alpha, a1), a2).detach()
+        m = maximum(maximum(alpha, a1), a2).detach()
         s = ((alpha - m).exp() + (a1 - m).exp() + (a2 - m).exp()).log() + m + lp[t]
-        alpha = ember.where(ember.tensor((t < in_len)[:, None]), s, alpha)
-    ends = ember.tensor(np.stack([2 * tg_len, np.maximum(2 * tg_len - 1, 0)], 1))
+        alpha = where(tensor((t < in_len)[:, None]), s, alpha)
+    ends = tensor(np.stack([2 * tg_len, np.maximum(2 * tg_len - 1, 0)], 1))
     fin = alpha.gather(1, ends)
     fin_last = fin[:, 0]
-    fin_prev = ember.where(ember.tensor(tg_len > 0), fin[:, 1], neg)
-    m = ember.maximum(fin_last, fin_prev).detach()
+    fin_prev = where(tensor(tg_len > 0), fin[:, 1], neg)
+    m = maximum(fin_last, fin_prev).detach()
     ll = ((fin_last - m).exp() + (fin_prev - m).exp()).log() + m
     feasible = ll > neg / 2
     # PyTorch's CTC gradient w.r.t. log_probs is ``exp(log_probs) - occupancy`` (it assumes
     # log_softmax outputs; through log_softmax both give the same logits gradient). The
     # zero-valued term below adds the exp(log_probs) part over each sample's valid steps.
-    valid = ember.tensor((np.arange(t_len)[:, None] < in_len[None, :])[:, :, None])
-    mass = ember.where(valid, log_probs.exp(), 0.0).sum((0, 2))
-    loss = ember.where(feasible, -ll + (mass - mass.detach()),
-                       0.0 if zero_infinity else float("inf"))
+    valid = tensor((np.arange(t_len)[:, None] < in_len[None, :])[:, :, None])
+    mass = where(valid, log_probs.exp(), 0.0).sum((0, 2))
+    loss = where(feasible, -ll + (mass - mass.detach()),
+                 0.0 if zero_infinity else float("inf"))
     if unbatched:
         loss = loss.squeeze(0)
     if reduction == "mean":
-        return (loss / ember.tensor(np.maximum(tg_len, 1).reshape(loss.shape), dtype=dtype)
+        return (loss / tensor(np.maximum(tg_len, 1).reshape(loss.shape), dtype=dtype)
                 ).mean()
     return _reduce(loss, reduction)
 # it reads index values in Python: a tracer records each call whole
 # forward AD refuses it as torch does: its backward is torch's formula (the gradient with
 # respect to the logits behind log_softmax), not the derivative of the computation above
 ctc_loss = _whole_call("ctc_loss", ctc_loss, amp=_FP32, jvp=_NO_FORWARD_AD)
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """``||x1 - x2 + eps||_p`` over the last dim."""
+    d = max(x1.dim(), x2.dim())
+    return (x1 - x2 + eps).norm(p, d - 1 if d else 0, keepdim=keepdim)

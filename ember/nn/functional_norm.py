@@ -5,7 +5,9 @@ statistics are updated in place under no_grad, as PyTorch does.
     y = F.layer_norm(x, (64,), weight, bias)
     y = F.batch_norm(x, running_mean, running_var, training=True, momentum=0.1)
 """
-import ember
+from ..autograd.grad_mode import no_grad
+from ..ops.creation import zeros as _zeros
+from ..ops.joining import cat
 # layer_norm and rms_norm are composite ops, defined once in ember/ops (each an OpDef with its
 # decomposition and, for layer_norm, the fast path and its fused kernels)
 from ..ops.nn_ops import layer_norm, rms_norm  # noqa: F401
@@ -30,7 +32,7 @@ def _affine(out, weight, bias, shape):
 
 def _update_running(running, stat, momentum):
     """``running = (1 - momentum) * running + momentum * stat`` in place, outside autograd."""
-    with ember.no_grad():
+    with no_grad():
         running.mul_(1 - momentum).add_(stat.detach().to(running.dtype) * momentum)
 
 
@@ -117,8 +119,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     sq = input * input
     c = input.shape[1]
     before, after = size // 2, (size - 1) // 2
-    zeros = ember.zeros((input.shape[0],) + tuple(input.shape[2:]), dtype=input.dtype)
-    pad = ember.cat([zeros.unsqueeze(1)] * before + [sq] + [zeros.unsqueeze(1)] * after, 1)
+    zeros = _zeros((input.shape[0],) + tuple(input.shape[2:]), dtype=input.dtype)
+    pad = cat([zeros.unsqueeze(1)] * before + [sq] + [zeros.unsqueeze(1)] * after, 1)
     acc = pad.narrow(1, 0, c)
     for i in range(1, size):
         acc = acc + pad.narrow(1, i, c)

@@ -10,7 +10,8 @@ import math
 
 import numpy as np
 
-import ember
+from ..core.dtype import int64
+from ..ops.creation import ones as _ones, tensor, zeros
 from ..dispatch import wrap, with_mode_seam
 from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.matmul import record_fn
@@ -157,7 +158,7 @@ def _max_pool_select(x, ks, st, dil, pads, out):
     a = _arr(x)
     tiled = _tiled_max(a, ks, st, dil, pads, out)
     if tiled is not None:
-        return wrap(tiled[0], ember.int64), wrap(tiled[1], x.dtype)
+        return wrap(tiled[0], int64), wrap(tiled[1], x.dtype)
     low = -np.inf if a.dtype.kind == "f" else np.iinfo(a.dtype).min
     win = _windows(_pad_array(a, pads, low), ks, st, dil, out)
     # taps first, each one contiguous: max and the first tap reaching it are then whole-array
@@ -172,7 +173,7 @@ def _max_pool_select(x, ks, st, dil, pads, out):
         tap = np.full(best.shape, taps.shape[0] - 1, np.int64)
         for j in range(taps.shape[0] - 2, -1, -1):
             tap = np.where(taps[j] == best, j, tap)
-    return wrap(tap, ember.int64), wrap(best, x.dtype)
+    return wrap(tap, int64), wrap(best, x.dtype)
 
 
 _max_pool_select.batch = _fold_batch    # vmap: samples are independent along N
@@ -227,7 +228,7 @@ def _max_pool_indices(tap, ks, st, pad, dil, size, out):
     for i in range(nd):
         o = np.arange(out[i]).reshape((-1,) + (1,) * (nd - 1 - i))
         flat = flat * size[i] + (o * st[i] - pad[i] + kidx[i] * dil[i])
-    return wrap(flat.astype(np.int64), ember.int64)
+    return wrap(flat.astype(np.int64), int64)
 
 
 _max_pool_indices.batch = _fold_batch    # vmap: samples are independent along N
@@ -275,7 +276,7 @@ def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_
                  for i in range(nd))
     n, c = x.shape[:2]
     flat = x.reshape((n * c, 1) + size)
-    ones = ember.ones((1, 1) + ks, dtype=x.dtype)
+    ones = _ones((1, 1) + ks, dtype=x.dtype)
     s = _conv(flat, ones, st, pads, dil, 1).reshape((n, c) + out)
     if divisor_override is not None:
         r = s / divisor_override
@@ -348,7 +349,7 @@ def _adaptive_avg(nd, name, input, output_size):
         j = np.arange(n_in)
         m = ((j >= start[:, None]) & (j < end[:, None])) / (end - start)[:, None]
         # ember.tensor, not wrap: a compiler trace records the (shape-only) constant
-        x = _along(x, x.dim() - nd + i, ember.tensor(m.astype(x.dtype.np), dtype=x.dtype))
+        x = _along(x, x.dim() - nd + i, tensor(m.astype(x.dtype.np), dtype=x.dtype))
     return x
 
 
@@ -401,7 +402,7 @@ def _adaptive_max(nd, name, input, output_size, return_indices):
         start, _ = _adaptive_bounds(size[i], out[i])
         o = start.reshape((-1,) + (1,) * (nd - 1 - i))
         flat = flat * size[i] + o + kidx[i]
-    it = wrap(flat.astype(np.int64), ember.int64)
+    it = wrap(flat.astype(np.int64), int64)
     r = x.flatten(2).gather(2, it.flatten(2)).reshape(x.shape[:2] + out)
     if not batched:
         r, it = r.squeeze(0), it.squeeze(0)
@@ -451,7 +452,7 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
         if iv.min() < 0 or iv.max() >= math.prod(size):
             raise RuntimeError(f"Found an invalid max index: {int(iv.max())} (output volumes "
                                f"are of size {'x'.join(map(str, size))}")
-    base = ember.zeros((n, c, math.prod(size)), dtype=x.dtype)
+    base = zeros((n, c, math.prod(size)), dtype=x.dtype)
     r = base.scatter(2, ind.flatten(2), x.flatten(2)).reshape((n, c) + size)
     return r if batched else r.squeeze(0)
 

@@ -9,7 +9,11 @@ import math
 
 import numpy as np
 
-import ember
+from ..core.dtype import int64
+from ..ops.creation import full, linspace, ones, zeros
+from ..ops.joining import cat, stack
+from ..ops.pointwise import where
+from ..ops.pointwise_arith import remainder
 from ..dispatch import wrap, with_mode_seam
 from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.nn_ops import whole_call as _whole_call  # (registers a function as its op)
@@ -140,7 +144,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             continue
         if mode.startswith("nearest"):
             idx = _nearest_index(in_size[i], out[i], scales[i], mode == "nearest-exact")
-            x = x.index_select(dim, wrap(idx, ember.int64))
+            x = x.index_select(dim, wrap(idx, int64))
             continue
         build = _cubic_matrix if mode == "bicubic" else _linear_matrix
         m = build(in_size[i], out[i], align_corners, scales[i])
@@ -210,9 +214,9 @@ def pad(input, pad, mode="constant", value=None):
             for p in (max(lo, 0), max(hi, 0)):
                 shape = list(x.shape)
                 shape[d] = p
-                parts.append(ember.full(shape, v, dtype=x.dtype))
+                parts.append(full(shape, v, dtype=x.dtype))
             if lo > 0 or hi > 0:
-                x = ember.cat([parts[0], x, parts[1]], d)
+                x = cat([parts[0], x, parts[1]], d)
         return x
     if mode not in ("reflect", "replicate", "circular"):
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
@@ -239,7 +243,7 @@ def pad(input, pad, mode="constant", value=None):
             x = x.narrow(d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
             n, lo, hi = x.shape[d], max(lo, 0), max(hi, 0)
         idx = _pad_index(n, lo, hi, mode)
-        x = x.index_select(d, wrap(idx.astype(np.int64), ember.int64))
+        x = x.index_select(d, wrap(idx.astype(np.int64), int64))
     return x
 
 
@@ -306,8 +310,8 @@ pixel_unshuffle = with_mode_seam("F.pixel_unshuffle", pixel_unshuffle)  # traced
 # ---- affine_grid / grid_sample ------------------------------------------------------------
 def _base_coords(n, align_corners, dtype):
     if n <= 1:
-        return ember.zeros(max(n, 0), dtype=dtype)
-    c = ember.linspace(-1, 1, n, dtype=dtype)
+        return zeros(max(n, 0), dtype=dtype)
+    c = linspace(-1, 1, n, dtype=dtype)
     return c if align_corners else c * ((n - 1) / n)
 
 
@@ -324,8 +328,8 @@ def affine_grid(theta, size, align_corners=None):
         n, _, h, w = size
         xs, ys = _base_coords(w, align_corners, theta.dtype), _base_coords(h, align_corners,
                                                                            theta.dtype)
-        base = ember.stack([xs.reshape(1, w).expand(h, w), ys.reshape(h, 1).expand(h, w),
-                            ember.ones((h, w), dtype=theta.dtype)], -1)
+        base = stack([xs.reshape(1, w).expand(h, w), ys.reshape(h, 1).expand(h, w),
+                      ones((h, w), dtype=theta.dtype)], -1)
         return (base.reshape(1, h * w, 3) @ theta.transpose(1, 2)).reshape(n, h, w, 2)
     if len(size) == 5:
         if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
@@ -335,7 +339,7 @@ def affine_grid(theta, size, align_corners=None):
         xs = _base_coords(w, align_corners, theta.dtype).reshape(1, 1, w).expand(d, h, w)
         ys = _base_coords(h, align_corners, theta.dtype).reshape(1, h, 1).expand(d, h, w)
         zs = _base_coords(d, align_corners, theta.dtype).reshape(d, 1, 1).expand(d, h, w)
-        base = ember.stack([xs, ys, zs, ember.ones((d, h, w), dtype=theta.dtype)], -1)
+        base = stack([xs, ys, zs, ones((d, h, w), dtype=theta.dtype)], -1)
         return (base.reshape(1, d * h * w, 4) @ theta.transpose(1, 2)).reshape(n, d, h, w, 3)
     raise NotImplementedError(f"affine_grid only supports 4D and 5D sizes, for 2D and 3D affine "
                               f"transforms, respectively. Got size {size}.")
@@ -354,8 +358,8 @@ def _reflect(c, lo, hi):
     x = (c - lo).abs()
     flips = (x / span).floor().detach()
     extra = x - flips * span
-    odd = ember.remainder(flips, 2) == 1
-    return ember.where(odd, hi - extra, extra + lo)
+    odd = remainder(flips, 2) == 1
+    return where(odd, hi - extra, extra + lo)
 
 
 def _source(c, n, padding_mode, align_corners):
@@ -392,9 +396,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
     def tap(iy, ix, weight):
         ok = (ix >= 0) & (ix <= w - 1) & (iy >= 0) & (iy <= h - 1)
-        lin = (iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1)).to(ember.int64)
+        lin = (iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1)).to(int64)
         vals = flat.gather(2, lin.reshape(n, 1, ho * wo).expand(n, c, ho * wo))
-        wt = ember.where(ok, weight, 0.0).reshape(n, 1, ho * wo)
+        wt = where(ok, weight, 0.0).reshape(n, 1, ho * wo)
         return vals * wt
 
     if mode == "nearest":

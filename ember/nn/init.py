@@ -9,7 +9,10 @@ import warnings
 
 import numpy as np
 
-import ember
+from ..autograd.grad_mode import no_grad
+from ..core.dtype import float64
+from ..ops.creation import eye as _eye, tensor as _tensor
+from ..ops.random import randn, randperm
 
 
 def calculate_gain(nonlinearity, param=None):
@@ -61,13 +64,13 @@ def _calculate_correct_fan(tensor, mode):
 
 def uniform_(tensor, a=0.0, b=1.0, generator=None):
     """Fill with U(a, b)."""
-    with ember.no_grad():
+    with no_grad():
         return tensor.uniform_(a, b, generator=generator)
 
 
 def normal_(tensor, mean=0.0, std=1.0, generator=None):
     """Fill with N(mean, std^2)."""
-    with ember.no_grad():
+    with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
 
@@ -79,7 +82,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
-    with ember.no_grad():
+    with no_grad():
         lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
         # uniform in CDF space -> erfinv maps it back to a standard normal quantile
         tensor.uniform_(2 * lo - 1, 2 * hi - 1, generator=generator)
@@ -92,7 +95,7 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
 
 def constant_(tensor, val):
     """Fill with `val`."""
-    with ember.no_grad():
+    with no_grad():
         return tensor.fill_(val)
 
 
@@ -103,7 +106,7 @@ def ones_(tensor):
 
 def zeros_(tensor):
     """Fill with 0."""
-    with ember.no_grad():
+    with no_grad():
         return tensor.zero_()
 
 
@@ -111,8 +114,8 @@ def eye_(tensor):
     """Fill a 2-D tensor with the identity matrix."""
     if tensor.dim() != 2:
         raise ValueError("Only tensors with 2 dimensions are supported")
-    with ember.no_grad():
-        return tensor.copy_(ember.eye(*tensor.shape))
+    with no_grad():
+        return tensor.copy_(_eye(*tensor.shape))
 
 
 def dirac_(tensor, groups=1):
@@ -126,7 +129,7 @@ def dirac_(tensor, groups=1):
     per_group = out_chans // groups
     n = min(per_group, tensor.shape[1])
     center = tuple(s // 2 for s in tensor.shape[2:])
-    with ember.no_grad():
+    with no_grad():
         tensor.zero_()
         for g in range(groups):
             for d in range(n):
@@ -180,15 +183,15 @@ def orthogonal_(tensor, gain=1, generator=None):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = ember.randn(rows, cols, generator=generator, dtype=ember.float64).numpy()
+    flat = randn(rows, cols, generator=generator, dtype=float64).numpy()
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)
     q = q * np.sign(np.diag(r))          # make the decomposition unique
     if rows < cols:
         q = q.T
-    with ember.no_grad():
-        tensor.copy_(ember.tensor(q.reshape(tuple(tensor.shape))))
+    with no_grad():
+        tensor.copy_(_tensor(q.reshape(tuple(tensor.shape))))
         tensor.mul_(gain)
     return tensor
 
@@ -199,10 +202,10 @@ def sparse_(tensor, sparsity, std=0.01, generator=None):
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
-    with ember.no_grad():
+    with no_grad():
         tensor.normal_(0, std, generator=generator)
         for c in range(cols):
-            zero_rows = ember.randperm(rows, generator=generator)[:num_zeros]
+            zero_rows = randperm(rows, generator=generator)[:num_zeros]
             tensor[zero_rows, c] = 0
     return tensor
 

@@ -11,7 +11,9 @@ per-step mask: finished sequences keep their state (and output zeros).
 """
 import math
 
-import ember
+from ...ops.creation import arange, zeros as _zeros
+from ...ops.joining import cat, stack
+from ...ops.pointwise import where
 from ...ops.creation import empty
 from .. import functional as F, init
 from ..parameter import Parameter
@@ -129,14 +131,14 @@ class RNNBase(Module):
             h_new, c_new = step(xw[t], h, c, w_hh, b_hh, w_hr)
             if mask is not None:
                 m = mask[t]
-                h_new = ember.where(m, h_new, h)
+                h_new = where(m, h_new, h)
                 if c_new is not None:
-                    c_new = ember.where(m, c_new, c)
-                outs[t] = ember.where(m, h_new, 0.0)
+                    c_new = where(m, c_new, c)
+                outs[t] = where(m, h_new, 0.0)
             else:
                 outs[t] = h_new
             h, c = h_new, c_new
-        return ember.stack(outs, 0) if steps else x.new_zeros((0,) + tuple(h.shape)), h, c
+        return stack(outs, 0) if steps else x.new_zeros((0,) + tuple(h.shape)), h, c
 
     def forward(self, input, hx=None):
         is_lstm = self.mode == "LSTM"
@@ -151,7 +153,7 @@ class RNNBase(Module):
             x, lengths = pad_packed_sequence(raw)
             batched = True
             steps = x.shape[0]
-            mask = (ember.arange(steps).unsqueeze(1) < lengths.unsqueeze(0)).unsqueeze(-1)
+            mask = (arange(steps).unsqueeze(1) < lengths.unsqueeze(0)).unsqueeze(-1)
         else:
             batched = input.dim() == 3
             if input.dim() not in (2, 3):
@@ -165,8 +167,8 @@ class RNNBase(Module):
                                f"{self.input_size}, got {x.shape[-1]}")
         n = x.shape[1]
         if hx is None:
-            h0 = ember.zeros((self.num_layers * dirs, n, real_hidden), dtype=x.dtype)
-            c0 = (ember.zeros((self.num_layers * dirs, n, self.hidden_size), dtype=x.dtype)
+            h0 = _zeros((self.num_layers * dirs, n, real_hidden), dtype=x.dtype)
+            c0 = (_zeros((self.num_layers * dirs, n, self.hidden_size), dtype=x.dtype)
                   if is_lstm else None)
         else:
             h0, c0 = hx if is_lstm else (hx, None)
@@ -192,14 +194,14 @@ class RNNBase(Module):
                 outs.append(out)
                 hs.append(h)
                 cs.append(c)
-            x = outs[0] if dirs == 1 else ember.cat(outs, -1)
+            x = outs[0] if dirs == 1 else cat(outs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 x = F.dropout(x, self.dropout, True)
-        h_n = ember.stack(hs, 0)
-        c_n = ember.stack(cs, 0) if is_lstm else None
+        h_n = stack(hs, 0)
+        c_n = stack(cs, 0) if is_lstm else None
         if packed:
             bsz = input.batch_sizes.numpy()
-            data = ember.cat([x[t, :int(b)] for t, b in enumerate(bsz)], 0)
+            data = cat([x[t, :int(b)] for t, b in enumerate(bsz)], 0)
             output = PackedSequence(data, input.batch_sizes, sorted_idx, unsorted_idx)
             if unsorted_idx is not None:
                 h_n = h_n.index_select(1, unsorted_idx)
@@ -293,7 +295,7 @@ class RNNCellBase(Module):
         if x.shape[1] != self.input_size:
             raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected "
                                f"{self.input_size}")
-        zeros = ember.zeros((x.shape[0], self.hidden_size), dtype=x.dtype)
+        zeros = _zeros((x.shape[0], self.hidden_size), dtype=x.dtype)
         if hx is None:
             return x, None, zeros, batched
         return x, hx, zeros, batched

@@ -11,7 +11,10 @@ from collections import namedtuple
 
 import numpy as np
 
-import ember
+from ...core.dtype import float32, float64
+from ...core.tensor import Tensor
+from ...ops.creation import full, tensor
+from ...ops.joining import cat, stack
 
 __all__ = ["PackedSequence", "pack_padded_sequence", "pad_packed_sequence", "pad_sequence",
            "pack_sequence", "unpad_sequence", "unpack_sequence"]
@@ -33,10 +36,10 @@ class PackedSequence(namedtuple("PackedSequence",
                                                          self.unsorted_indices)
 
     def double(self):
-        return self.to(dtype=ember.float64)
+        return self.to(dtype=float64)
 
     def float(self):
-        return self.to(dtype=ember.float32)
+        return self.to(dtype=float32)
 
     @property
     def is_cuda(self):
@@ -49,11 +52,11 @@ class PackedSequence(namedtuple("PackedSequence",
 def _invert(perm):
     inv = np.empty(len(perm), dtype=np.int64)
     inv[perm.numpy()] = np.arange(len(perm))
-    return ember.tensor(inv)
+    return tensor(inv)
 
 
 def _lengths(lengths):
-    if isinstance(lengths, ember.Tensor):
+    if isinstance(lengths, Tensor):
         return lengths.numpy().astype(np.int64).reshape(-1)
     return np.asarray(lengths, dtype=np.int64).reshape(-1)
 
@@ -73,7 +76,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     else:
         order = np.argsort(-lens, kind="stable")
         lens = lens[order]
-        sorted_indices = ember.tensor(order.astype(np.int64))
+        sorted_indices = tensor(order.astype(np.int64))
         input = input.index_select(0 if batch_first else 1, sorted_indices)
     if len(lens) and lens[-1] <= 0:
         raise RuntimeError("Length of all samples has to be greater than 0, but found an "
@@ -82,8 +85,8 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         input = input.transpose(0, 1)
     steps = int(lens[0]) if len(lens) else 0
     batch_sizes = np.array([(lens > t).sum() for t in range(steps)], dtype=np.int64)
-    data = ember.cat([input[t, :int(b)] for t, b in enumerate(batch_sizes)], 0)
-    return PackedSequence(data, ember.tensor(batch_sizes), sorted_indices, None)
+    data = cat([input[t, :int(b)] for t, b in enumerate(batch_sizes)], 0)
+    return PackedSequence(data, tensor(batch_sizes), sorted_indices, None)
 
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
@@ -104,20 +107,20 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
         b = int(b)
         step = data[off:off + b]
         if b < batch:
-            step = ember.cat([step, ember.full((batch - b,) + tail, padding_value,
-                                               dtype=data.dtype)], 0)
+            step = cat([step, full((batch - b,) + tail, padding_value,
+                                   dtype=data.dtype)], 0)
         rows.append(step)
         off += b
-    rows += [ember.full((batch,) + tail, padding_value, dtype=data.dtype)] * (
+    rows += [full((batch,) + tail, padding_value, dtype=data.dtype)] * (
         total_length - steps)
-    out = ember.stack(rows, 0)
+    out = stack(rows, 0)
     lengths = np.array([(bs > i).sum() for i in range(batch)], dtype=np.int64)
     if sequence.unsorted_indices is not None:
         out = out.index_select(1, sequence.unsorted_indices)
         lengths = lengths[sequence.unsorted_indices.numpy()]
     if batch_first:
         out = out.transpose(0, 1)
-    return out, ember.tensor(lengths)
+    return out, tensor(lengths)
 
 
 def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="right"):
@@ -125,7 +128,7 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     if padding_side not in ("left", "right"):
         raise ValueError(f"Expected padding_side to be one of left or right, but got "
                          f"{padding_side}.")
-    if isinstance(sequences, ember.Tensor):
+    if isinstance(sequences, Tensor):
         sequences = sequences.unbind(0)
     sequences = list(sequences)
     longest = max(s.shape[0] for s in sequences)
@@ -133,10 +136,10 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
     for s in sequences:
         n = longest - s.shape[0]
         if n:
-            fill = ember.full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype)
-            s = ember.cat([s, fill] if padding_side == "right" else [fill, s], 0)
+            fill = full((n,) + tuple(s.shape[1:]), padding_value, dtype=s.dtype)
+            s = cat([s, fill] if padding_side == "right" else [fill, s], 0)
         rows.append(s)
-    return ember.stack(rows, 0 if batch_first else 1)
+    return stack(rows, 0 if batch_first else 1)
 
 
 def pack_sequence(sequences, enforce_sorted=True):

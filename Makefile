@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean sysdeps
+.PHONY: demo test bench fuzz clean sysdeps
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -35,6 +35,12 @@ sysdeps:
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null; } || \
 	    echo "could not install$$missing: the tests that need them will skip"; \
 	  else echo "not installed:$$missing (the tests that need them will skip)"; fi; fi
+
+# the differential fuzzer over every case (tests/fuzz; `make test` runs 8 % of them at seed 0)
+FUZZ_SEED ?= 0
+fuzz: $(STAMP)
+	$(VPY) tests/fuzz/fuzzer.py --seed $(FUZZ_SEED) --share 100 \
+	  --show crash,wrong_value,accepted_bad,spurious_error,error_class
 
 bench: $(STAMP)
 	$(VPY) -m benchmarks

@@ -5,6 +5,7 @@ a short path for the common case (tensors of one dtype, no mode active). Other k
 `run_op`. Both end in `finish`, which wraps the backend result in a Tensor and, when grad
 mode is on and an input requires grad, records an autograd node (ember/autograd/graph.py).
 """
+import inspect
 import math
 
 import numpy as np
@@ -339,15 +340,60 @@ def with_mode_seam(op, fn):
         return fn
 
     def dispatched(*args, **kwargs):
-        if state.modes:
-            return call_mode(op, fn, args, kwargs)
-        return fn(*args, **kwargs)
+        try:
+            if state.modes:
+                return call_mode(op, fn, args, kwargs)
+            return fn(*args, **kwargs)
+        except (AttributeError, OverflowError, IndexError, ValueError, TypeError,
+                RuntimeError) as exc:
+            # (free until something raises) what torch's argument parser would have said
+            better = argument_error(op, fn, args, kwargs)
+            if better is None:
+                raise
+            raise better from exc
     dispatched.__name__ = getattr(fn, "__name__", str(op))
     dispatched.__qualname__ = dispatched.__name__
     dispatched.__doc__ = getattr(fn, "__doc__", None)
     dispatched.__wrapped__ = fn
     dispatched._dispatches = True
     return dispatched
+
+
+_INT64 = (-2 ** 63, 2 ** 63 - 1)
+
+
+def argument_error(op, fn, args, kwargs):
+    """The exception torch's argument parser raises for this call, or None: a Python int
+    beyond int64 (ValueError "Overflow when unpacking long long"), or a tensor argument that is
+    not a Tensor (TypeError naming the argument). Only asked after the op itself raised, so
+    valid calls never pay for the check; it turns internal AttributeErrors ('str' object has no
+    attribute 'dim') and out-of-range guesses into torch's answer."""
+    for v in list(args) + list(kwargs.values()):
+        for x in (v if isinstance(v, (list, tuple)) else (v,)):
+            if type(x) is int and not _INT64[0] <= x <= _INT64[1]:
+                return ValueError("Overflow when unpacking long long")
+    if not hasattr(op, "inputs"):    # a seam named by a string (nn functions' own seams)
+        return None
+    try:
+        sig = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return None
+    tensor_names = {("input" if n == "self" else n) for n in op.inputs}
+    bound = list(zip(sig, args)) + [(k, v) for k, v in kwargs.items()]
+    for pos, (name, value) in enumerate(bound):
+        if name not in tensor_names or isinstance(value, Tensor):
+            continue
+        if value is None and name in sig and sig[name].default is None:
+            continue              # an optional tensor (bias=None)
+        if isinstance(value, (int, float, bool, complex)):
+            continue              # many ops take Python numbers for tensor operands
+        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor)
+                                                              for v in value):
+            continue              # a sequence of tensors (cat's `tensors`)
+        where = f" (position {pos + 1})" if pos < len(args) else ""
+        return TypeError(f"{op.name}(): argument '{name}'{where} must be Tensor, not "
+                         f"{type(value).__name__}")
+    return None
 
 
 _PY_NUMBER = (int, float)

@@ -75,6 +75,15 @@ CASES = {
     # shapes
     "broadcast_shapes with -1": lambda lib: lib.broadcast_shapes((2, 3, 1), (-1,)),
     "tensor_split 2**63 sections": lambda lib: lib.tensor_split(lib.ones(3, 3), 2 ** 63, 1),
+    # found by tests/fuzz: chunk of an empty dim into 2**63 pieces looped for ever; ints
+    # beyond int64 and non-tensors for tensor arguments get torch's parser errors
+    "sum(dim=None, keepdim=True)": lambda lib: lib.ones(2, 3).sum(dim=None, keepdim=True),
+    "chunk 2**63 of empty": lambda lib: lib.zeros(0, 3).chunk(2 ** 63),
+    "sum dim 2**63": lambda lib: lib.ones(2, 3).sum(2 ** 63),
+    "unsqueeze 2**63": lambda lib: lib.ones(2).unsqueeze(2 ** 63),
+    "sort of a list": lambda lib: lib.sort([1.0, 2.0]),
+    "sum of a str": lambda lib: lib.sum("abc"),
+    "matmul with a str": lambda lib: lib.matmul(lib.ones(2, 2), "a"),
     "tensor_split 2**62 sections": lambda lib: lib.tensor_split(lib.ones(3, 3), 2 ** 62, 1),
     "multi_dot of one matrix": lambda lib: lib.linalg.multi_dot([lib.ones(2, 2)]),
     # wrong types of tensor arguments: TypeError, not an AttributeError from inside

@@ -35,7 +35,7 @@ _SUM_DIM = OpDef("sum_dim", REDUCTION, attrs=_SUM.attrs, grads=_SUM.grads,
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum of elements, over all dims or over `dim` (int or tuple)."""
-    if dim is None and dtype is None and out is None and input.dtype in _FAST_SUM:
+    if dim is None and not keepdim and dtype is None and out is None and input.dtype in _FAST_SUM:
         # the common whole-tensor float sum: one NumPy reduction, nothing to normalise
         res = wrap(np.add.reduce(input._data, axis=None), input.dtype)
         if input._requires_grad and state.enabled:

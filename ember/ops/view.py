@@ -341,6 +341,8 @@ def split(self, split_size_or_sections, dim=0):
 
 
 def chunk(self, chunks, dim=0):
+    if type(chunks) is int and chunks > 2 ** 63 - 1:   # (not a loop of 2**63 empty chunks)
+        raise ValueError("Overflow when unpacking long long")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     d = S.wrap_dim(dim, self._data.ndim)

@@ -1,0 +1,5 @@
+"""tests/fuzz imports the fuzzer and its known-divergence list as plain modules."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -378,22 +378,33 @@ def argument_error(op, fn, args, kwargs):
         sig = inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return None
-    tensor_names = {("input" if n == "self" else n) for n in op.inputs}
+    declared = {("input" if n == "self" else n) for n in op.inputs} | {"self"}
     bound = list(zip(sig, args)) + [(k, v) for k, v in kwargs.items()]
     for pos, (name, value) in enumerate(bound):
-        if name not in tensor_names or isinstance(value, Tensor):
-            continue
+        if isinstance(value, Tensor) or isinstance(value, (int, float, bool, complex)):
+            continue              # (many ops take Python numbers for tensor operands)
         if value is None and name in sig and sig[name].default is None:
             continue              # an optional tensor (bias=None)
-        if isinstance(value, (int, float, bool, complex)):
-            continue              # many ops take Python numbers for tensor operands
-        if isinstance(value, (list, tuple)) and value and all(isinstance(v, Tensor)
-                                                              for v in value):
-            continue              # a sequence of tensors (cat's `tensors`)
+        if name in declared:      # a tensor input: nothing else but a number will do
+            if isinstance(value, (list, tuple)) and value and all(
+                    isinstance(v, Tensor) for v in value):
+                continue          # a sequence of tensors (cat's `tensors`)
+        elif name in _TENSOR_ARGS:
+            if not isinstance(value, str) and value is not None:
+                continue          # (a shape or dims tuple may share the name: only a str or
+        else:                     # a missing value is surely wrong there)
+            continue
         where = f" (position {pos + 1})" if pos < len(args) else ""
-        return TypeError(f"{op.name}(): argument '{name}'{where} must be Tensor, not "
+        what = "tuple of Tensors" if name == "tensors" else "Tensor"
+        return TypeError(f"{op.name}(): argument '{name}'{where} must be {what}, not "
                          f"{type(value).__name__}")
     return None
+
+
+# argument names that hold tensors in torch's signatures of ops that declare no `inputs`
+_TENSOR_ARGS = {"other", "mat1", "mat2", "tensor", "tensors", "index", "src", "mask", "vec",
+                "vec1", "vec2", "target", "weight", "bias", "boundaries", "sorted_sequence",
+                "operands", "indices", "values", "source"}
 
 
 _PY_NUMBER = (int, float)

@@ -15,7 +15,7 @@ from . import harness  # noqa: E402
 
 WORKLOADS = ["op_overhead", "mlp_train", "cnn_train", "gpt_train", "pointwise", "gpt_infer",
              "matmul", "memory", "pointwise_compiled", "gpt_train_compiled", "compile_time",
-             "func_workloads"]
+             "func_workloads", "export_workloads"]
 
 
 def run_training(name, threads, torch, ember):

@@ -225,7 +225,10 @@ from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
 from . import distributed  # noqa: E402,F401  (loads no MPI until init_process_group)
+from . import onnx  # noqa: E402,F401  (imports the onnx package only in export/load)
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  (ember.nn.parallel: DDP)
 from .compiler import compile  # noqa: E402,F401
+from . import export  # noqa: E402,F401  (ember.export: programs that run without the source)
+from . import jit  # noqa: E402,F401  (ember.jit: TorchScript's API over ember.export)
 from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E402
                                set_num_interop_threads, get_num_interop_threads)

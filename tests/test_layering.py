@@ -33,7 +33,7 @@ LAYERS = [
                                      "ember.memory")),
     ("nn, optim, utils", ("ember.nn", "ember.optim", "ember.utils", "ember.library")),
     ("compiler, export, onnx, distributed, serialization",
-     ("ember.compiler", "ember.export", "ember.onnx", "ember.distributed",
+     ("ember.compiler", "ember.export", "ember.jit", "ember.onnx", "ember.distributed",
       "ember.nn.parallel", "ember.serialization", "ember.utils.cpp_extension")),
     ("top namespace", (TOP,)),
     ("example programs", ("ember.examples",)),

@@ -3,6 +3,7 @@ dtype shorthands (`float()`, `long()`, ...). Each is differentiable where PyTorc
 """
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.device import device as Device, to_device
 from ..core.tensor import Tensor, contiguous_format, preserve_format
@@ -182,8 +183,10 @@ def zero_(self):
 
 # kind VIEW: each may return its input itself (same dtype, already contiguous), so the
 # compiler treats the result as sharing the input's memory; recomputing them saves nothing
-register_each(globals(), VIEW, (to, type_as, contiguous), function=False, recompute=False)
-clone = register(OpDef("clone", COMPOSITE, jvp=LINEAR), clone)
+register_each(globals(), VIEW, (to, type_as, contiguous), function=False, recompute=False,
+              onnx=_ox.as_output_dtype)
+clone = register(OpDef("clone", COMPOSITE, jvp=LINEAR,
+                       onnx=_ox.as_output_dtype), clone)
 # forward mode (autograd/forward_rules.py): self's new tangent after each in-place write
 copy_.jvp = lambda tan, result, self, src, non_blocking=False: tan(src)
 fill_.jvp = lambda tan, result, self, value: tan(value)
@@ -201,7 +204,9 @@ for _n, _d in (("float", "float32"), ("double", "float64"), ("half", "float16"),
                ("short", "int16"), ("char", "int8"), ("byte", "uint8"), ("bool", "bool")):
     METHODS[_n] = _to_dtype(_d)
     METHODS[_n].batch = _br.direct        # vmap: a conversion per element
+    METHODS[_n].onnx = _ox.as_output_dtype  # ONNX: a Cast to the result's dtype
 type_.batch = _br.direct
+type_.onnx = _ox.as_output_dtype
 
 
 def cpu(self, memory_format=None):

@@ -9,6 +9,7 @@ import numbers
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.device import to_device
 from ..core.tensor import Tensor, _init, preserve_format, channels_last, channels_last_3d
@@ -18,7 +19,7 @@ from ..core import memory_stats
 from numpy.lib.stride_tricks import as_strided as _as_strided
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
-from .registry import OpDef, CREATION, register, register_each, METHODS
+from .registry import OpDef, CREATION, register, register_each, METHODS, OPS
 
 
 def _infer_dtype(data):
@@ -471,3 +472,9 @@ register_each(globals(), CREATION, (
 range_ = register(OpDef("range", CREATION, method=False), range_, names=("range",))
 register_each(globals(), CREATION, (
     new_tensor, new_zeros, new_ones, new_empty, new_full), function=False)
+# ONNX mappings (a graph reaches these only when a size varies; fixed ones are folded)
+for _f, _m in ((zeros, _ox.zeros), (ones, _ox.ones), (empty, _ox.empty), (full, _ox.full),
+               (zeros_like, _ox.zeros_like), (ones_like, _ox.ones_like),
+               (full_like, _ox.full_like), (arange, _ox.arange), (new_zeros, _ox.new_zeros),
+               (new_ones, _ox.new_ones), (new_full, _ox.new_full)):
+    OPS[_f.__name__].onnx = _m

@@ -9,6 +9,7 @@ import warnings
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.tensor import Tensor, make_view
 from ..dispatch import wrap
@@ -253,7 +254,8 @@ def setitem(self, index, value):
 
 # basic indexing returns a view: the compiler treats every result as sharing self's memory
 getitem = register(OpDef("__getitem__", VIEW, function=False, recompute=False,
-                         batch=_br.getitem_batch), getitem)
+                         batch=_br.getitem_batch,
+                         onnx=_ox.getitem), getitem)
 setitem.batch = _br.setitem_batch     # vmap (ember/ops/batch_rules.py)
 
 

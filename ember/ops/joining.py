@@ -7,6 +7,7 @@ written in ember ops; the rest are compositions of views, cat and index_select.
 """
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
@@ -516,10 +517,12 @@ def ravel(input):
 
 # every op here is linear in its tensors (jvp=LINEAR: forward mode applies it to tangents)
 cat = register(OpDef("cat", COMPOSITE, method=False, jvp=LINEAR,
-                     batch=_br.cat_batch), cat,
+                     batch=_br.cat_batch,
+                     onnx=_ox.cat), cat,
                names=("cat", "concat", "concatenate"))
 stack = register(OpDef("stack", COMPOSITE, method=False, jvp=LINEAR,
-                       batch=_br.stack_batch), stack)
+                       batch=_br.stack_batch,
+                       onnx=_ox.stack), stack)
 register_each(globals(), COMPOSITE, (
     hstack, vstack, dstack, column_stack, broadcast_tensors, meshgrid, atleast_1d, atleast_2d,
     atleast_3d, tril_indices, triu_indices), method=False, jvp=LINEAR)
@@ -528,7 +531,8 @@ register(OpDef("row_stack", COMPOSITE, method=False, jvp=LINEAR),
 register_each(globals(), COMPOSITE, (
     tensor_split, hsplit, vsplit, dsplit, flip, fliplr, flipud, roll, rot90, tile,
     repeat_interleave, tril, triu, ravel), jvp=LINEAR)
-repeat = register(OpDef("repeat", EXTERN, function=False, jvp=LINEAR), repeat)
+repeat = register(OpDef("repeat", EXTERN, function=False, jvp=LINEAR,
+                        onnx=_ox.repeat), repeat)
 METHODS["tril_"] = lambda self, diagonal=0: self.copy_(tril(self, diagonal))
 METHODS["triu_"] = lambda self, diagonal=0: self.copy_(triu(self, diagonal))
 
@@ -541,4 +545,5 @@ OPS["fliplr"].batch = lambda v, args, kwargs: args[0].flip(2) if v.logical_dim(a
 OPS["flipud"].batch = lambda v, args, kwargs: args[0].flip(1) if v.logical_dim(args[0]) >= 1 \
     else NotImplemented
 OPS["tril"].batch = OPS["triu"].batch = _br.direct
+OPS["tril"].onnx, OPS["triu"].onnx, OPS["flip"].onnx = _ox.tril, _ox.triu, _ox.flip
 OPS["repeat"].batch = _br.repeat_batch

@@ -8,6 +8,7 @@ differentiated again.
 """
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
@@ -396,7 +397,8 @@ def _einsum_amp(args, kwargs):
     return LOWER_PRECISION if einsum_contracts(args[0]) else None
 
 
-einsum = register(OpDef("einsum", COMPOSITE, method=False, amp=_einsum_amp, jvp=MULTILINEAR),
+einsum = register(OpDef("einsum", COMPOSITE, method=False, amp=_einsum_amp, jvp=MULTILINEAR,
+                        onnx=_ox.einsum),
                   einsum)
 
 # vmap batching rules (ember/ops/batch_rules.py)

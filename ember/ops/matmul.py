@@ -11,6 +11,7 @@ import weakref
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
@@ -131,7 +132,8 @@ def _mm_other_grad(g, self, other):
 
 _MM_GRADS = {"self": _mm_self_grad, "other": _mm_other_grad}
 _MATMUL = OpDef("matmul", EXTERN, inputs=("self", "other"), grads=_MM_GRADS,
-                node_name="MmBackward0", amp=LOWER_PRECISION, jvp=MULTILINEAR)
+                node_name="MmBackward0", amp=LOWER_PRECISION, jvp=MULTILINEAR,
+                onnx=_ox.matmul)
 _BMM = OpDef("bmm", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
 _MV = OpDef("mv", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
 _DOT = OpDef("dot", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
@@ -430,17 +432,23 @@ def _add_product_jvp(product):
     return jvp
 
 
-mm = register(OpDef("mm", EXTERN, jvp=MULTILINEAR), mm)
+mm = register(OpDef("mm", EXTERN, jvp=MULTILINEAR,
+                    onnx=_ox.matmul), mm)
 register_each(globals(), EXTERN, (mv, dot, vdot, outer), jvp=MULTILINEAR)
+OPS["mv"].onnx = OPS["dot"].onnx = _ox.matmul
+OPS["outer"].onnx = _ox.outer
 addmv = register(OpDef("addmv", EXTERN, jvp=_add_product_jvp(lambda a, b: mv(a, b))), addmv)
 # autocast runs these in its lower-precision dtype (registered behind OpDef.amp)
-bmm = register(OpDef("bmm", EXTERN, amp=LOWER_PRECISION, jvp=MULTILINEAR), bmm)
+bmm = register(OpDef("bmm", EXTERN, amp=LOWER_PRECISION, jvp=MULTILINEAR,
+                     onnx=_ox.matmul), bmm)
 addmm = register(OpDef("addmm", EXTERN, amp=LOWER_PRECISION,
-                       jvp=_add_product_jvp(lambda a, b: mm(a, b))), addmm)
+                       jvp=_add_product_jvp(lambda a, b: mm(a, b)),
+                       onnx=_ox.addmm), addmm)
 addbmm = register(OpDef("addbmm", EXTERN, amp=LOWER_PRECISION,
                         jvp=_add_product_jvp(lambda a, b: bmm(a, b).sum(0))), addbmm)
 baddbmm = register(OpDef("baddbmm", EXTERN, amp=LOWER_PRECISION,
-                         jvp=_add_product_jvp(lambda a, b: bmm(a, b))), baddbmm)
+                         jvp=_add_product_jvp(lambda a, b: bmm(a, b)),
+                         onnx=_ox.baddbmm), baddbmm)
 
 
 # vmap batching rules (ember/ops/batch_rules.py): the batch is folded into the product's own
@@ -485,7 +493,8 @@ def _linear_jvp(tan, result, input, weight, bias=None):
 _LINEAR = OpDef("linear", EXTERN, inputs=("self", "weight", "bias"),
                 grads={"self": _linear_input_grad, "weight": _linear_weight_grad,
                        "bias": _linear_bias_grad}, node_name="AddmmBackward0", jvp=_linear_jvp,
-                amp=LOWER_PRECISION, function=False, method=False)
+                amp=LOWER_PRECISION, function=False, method=False,
+                onnx=_ox.linear)
 
 
 # OpenBLAS multiplies a few rows by a transposed weight 1.3-4x slower than by a contiguous

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from .. import dispatch
@@ -228,7 +229,8 @@ SDPA = composite("scaled_dot_product_attention", scaled_dot_product_attention, _
                  grads={("query", "key", "value"): _sdpa_grads},
                  node_name="ScaledDotProductAttentionBackward0", function=False,
                  amp=LOWER_PRECISION,
-                 method=False)
+                 method=False,
+                 onnx=_ox.scaled_dot_product_attention)
 
 # vmap batching rule (ember/ops/batch_rules.py)
 SDPA.batch = _br.sdpa_batch

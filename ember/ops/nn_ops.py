@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap
@@ -206,8 +207,10 @@ def _log_softmax_jvp(tan, result, input, dim, dtype=None):
     return t - (result.exp() * t).sum(dim, keepdim=True)
 
 
-SOFTMAX = composite("softmax", softmax, _softmax_decomp, jvp=_softmax_jvp)
-LOG_SOFTMAX = composite("log_softmax", log_softmax, _log_softmax_decomp, jvp=_log_softmax_jvp)
+SOFTMAX = composite("softmax", softmax, _softmax_decomp, jvp=_softmax_jvp,
+                    onnx=_ox.softmax)
+LOG_SOFTMAX = composite("log_softmax", log_softmax, _log_softmax_decomp, jvp=_log_softmax_jvp,
+                        onnx=_ox.log_softmax)
 
 
 # ---- gelu -------------------------------------------------------------------------------
@@ -285,7 +288,8 @@ def gelu(input, approximate="none"):
 
 GELU = composite("gelu", gelu, _gelu_decomp, fused=_gelu_fast, attrs={"cdf": None},
                  grads={"self": _gelu_grad}, node_name="GeluBackward0", function=False,
-                 method=False)
+                 method=False,
+                 onnx=_ox.gelu)
 
 
 # ---- layer_norm, rms_norm ---------------------------------------------------------------
@@ -453,7 +457,8 @@ LAYER_NORM = composite("layer_norm", layer_norm, _layer_norm_decomp, fused=_laye
                               "mean": None},
                        grads={"self": _ln_input_grad, "weight": _ln_weight_grad,
                               "bias": _ln_bias_grad},
-                       node_name="NativeLayerNormBackward0", function=False, method=False)
+                       node_name="NativeLayerNormBackward0", function=False, method=False,
+                       onnx=_ox.layer_norm)
 
 
 def _rms_norm_decomp(input, normalized_shape, weight=None, eps=None):
@@ -477,7 +482,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return _rms_norm_decomp(input, normalized_shape, weight, eps)
 
 
-RMS_NORM = composite("rms_norm", rms_norm, _rms_norm_decomp, function=False, method=False)
+RMS_NORM = composite("rms_norm", rms_norm, _rms_norm_decomp, function=False, method=False,
+                     onnx=_ox.rms_norm)
 
 
 # ---- embedding --------------------------------------------------------------------------
@@ -570,7 +576,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 EMBEDDING = composite("embedding", embedding, _embedding_decomp, fused=_embedding_fast,
                       inputs=("weight", "indices"), attrs={"shape": None},
                       grads={"weight": _embedding_grad}, node_name="EmbeddingBackward0",
-                      function=False, method=False)
+                      function=False, method=False,
+                      onnx=_ox.embedding)
 
 # vmap batching rules (ember/ops/batch_rules.py): the composites above take their whole
 # call under vmap; where a rule declines, vmap batches the decomposition op by op

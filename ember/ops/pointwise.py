@@ -12,6 +12,7 @@ engine reduces broadcast gradients back to each input's shape, so formulas never
 """
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from .. import dispatch
 from ..core import dtype as D
 from ..dispatch import rule_promote, rule_float, torch_name, not_implemented, checked_scalar
@@ -87,7 +88,8 @@ def _where_rule_check(cond):
 _where = defpw("_where", None, _where_kernel, inputs=("condition", "self", "other"),
                function=False, method=False, inplace=False, node_name="WhereBackward0",
                grads={"self": lambda g, condition: _where_grad(g, condition, True),
-                      "other": lambda g, condition: _where_grad(g, condition, False)})
+                      "other": lambda g, condition: _where_grad(g, condition, False)},
+               onnx=_ox.where)
 
 
 def _where_grad(g, condition, first):
@@ -132,7 +134,8 @@ def _where_method(self, condition, other):
 
 
 where = register(OpDef("where", POINTWISE, method=False, inputs=("condition", "input", "other"),
-                      lower=Lower("({a} ? {b} : {c})", build=_lw.where_ir, np=_lw.where_np)),
+                      lower=Lower("({a} ? {b} : {c})", build=_lw.where_ir, np=_lw.where_np),
+                       onnx=_ox.where),
                  where)
 _METHODS["where"] = _where_method
 
@@ -219,13 +222,17 @@ def clamp_max(input, max):
 
 _CLAMP_INPLACE = _METHODS.pop("_clamp_", None)
 _clamp_fn = clamp
-clamp = register(OpDef("clamp", POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max"))),
+clamp = register(OpDef("clamp", POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max")),
+                       onnx=_ox.clamp),
                  _clamp_fn, names=("clamp",))
-register(OpDef("clip", POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max"))),
+register(OpDef("clip", POINTWISE, lower=Lower(build=_lw.clamp_ir, kwargs=("min", "max")),
+               onnx=_ox.clamp),
          _clamp_fn, names=("clip",))
 _METHODS["clamp_"] = _METHODS["clip_"] = clamp_
-clamp_min = register(OpDef("clamp_min", POINTWISE), clamp_min)
-clamp_max = register(OpDef("clamp_max", POINTWISE), clamp_max)
+clamp_min = register(OpDef("clamp_min", POINTWISE,
+                           onnx=_ox.clamp_min), clamp_min)
+clamp_max = register(OpDef("clamp_max", POINTWISE,
+                           onnx=_ox.clamp_max), clamp_max)
 _METHODS["clamp_min_"] = lambda self, min: clamp_(self, min=min)
 _METHODS["clamp_max_"] = lambda self, max: clamp_(self, max=max)
 
@@ -256,5 +263,6 @@ def masked_fill_(self, mask, value):
     return self.copy_(r)
 
 
-masked_fill = register(OpDef("masked_fill", POINTWISE), masked_fill)
+masked_fill = register(OpDef("masked_fill", POINTWISE,
+                             onnx=_ox.masked_fill), masked_fill)
 _METHODS["masked_fill_"] = masked_fill_

@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..dispatch import rule_float, not_implemented, checked_scalar
 from .registry import OpDef, POINTWISE, register, METHODS as _METHODS
@@ -45,14 +46,17 @@ def _check_sub(values, metas, dt, attrs):
 
 add = defpw("add", np.add, _add_kernel, attrs={"alpha": 1}, precheck=_check_alpha,
             lower=Lower("(({T})({a} + {b}))"),
-            grads={"self": lambda g: g, "other": lambda g, alpha: g if alpha == 1 else g * alpha})
+            grads={"self": lambda g: g, "other": lambda g, alpha: g if alpha == 1 else g * alpha},
+            onnx=_ox.add)
 sub = defpw("sub", None, _sub_kernel, attrs={"alpha": 1}, names=("sub", "subtract"),
             lower=Lower("(({T})({a} - {b}))"),
             precheck=_check_sub,
-            grads={"self": lambda g: g, "other": lambda g, alpha: -g if alpha == 1 else g * -alpha})
+            grads={"self": lambda g: g, "other": lambda g, alpha: -g if alpha == 1 else g * -alpha},
+            onnx=_ox.sub)
 mul = defpw("mul", np.multiply, names=("mul", "multiply"), exact_scalar=True,
             scalars_as_tensors=True, lower=Lower("(({T})({a} * {b}))"),
-            grads={"self": lambda g, other: g * other, "other": lambda g, self: g * self})
+            grads={"self": lambda g, other: g * other, "other": lambda g, self: g * self},
+            onnx="Mul")
 true_div = defpw("div", np.true_divide, rule=rule_float, errstate=True, exact_scalar=True,
                  scalars_as_tensors=True,
                  lower=Lower("({a} / {b})", c_int=NO_INT, cost=COSTLY),
@@ -108,8 +112,10 @@ def div_(self, other, *, rounding_mode=None):
 _DIV_TRUNC_INPLACE = _METHODS.pop("_div_trunc_")
 # with a rounding_mode keyword the call stays unfused; without, it is true division
 _div = div
-div = register(OpDef("div", POINTWISE, lower=Lower(prim="div")), _div, names=("div",))
-register(OpDef("divide", POINTWISE, lower=Lower(prim="div")), _div, names=("divide",))
+div = register(OpDef("div", POINTWISE, lower=Lower(prim="div"),
+                     onnx=_ox.div), _div, names=("div",))
+register(OpDef("divide", POINTWISE, lower=Lower(prim="div"),
+               onnx=_ox.div), _div, names=("divide",))
 _METHODS["div_"] = _METHODS["divide_"] = div_
 
 remainder = defpw("remainder", np.remainder, errstate=True, int_div_check=True,
@@ -177,7 +183,8 @@ def _pow_exp_grad(g, self, exponent, result):
 pow = defpw("pow", None, _pow_kernel, inputs=("self", "exponent"), errstate=True,
             lower=Lower(_lw.pow_c, cost=COSTLY),
             precheck=_check_pow,
-            grads={"self": _pow_self_grad, "exponent": _pow_exp_grad})
+            grads={"self": _pow_self_grad, "exponent": _pow_exp_grad},
+            onnx=_ox.pow_)
 def _rule_float64(dt, name):
     # float_power computes and returns float64 whatever the inputs (torch's double-precision
     # pow)
@@ -221,12 +228,14 @@ maximum = defpw("maximum", np.maximum, inplace=False, tensor_only=True,
                 lower=Lower("(({a} > {b} || {a} != {a}) ? {a} : {b})",
                             c_int="({a} > {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _max_grad(g, self, other, True),
-                       "other": lambda g, self, other: _max_grad(g, self, other, False)})
+                       "other": lambda g, self, other: _max_grad(g, self, other, False)},
+                onnx="Max")
 minimum = defpw("minimum", np.minimum, inplace=False, tensor_only=True,
                 lower=Lower("(({a} < {b} || {a} != {a}) ? {a} : {b})",
                             c_int="({a} < {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _min_grad(g, self, other, True),
-                       "other": lambda g, self, other: _min_grad(g, self, other, False)})
+                       "other": lambda g, self, other: _min_grad(g, self, other, False)},
+                onnx="Min")
 fmax = defpw("fmax", np.fmax, inplace=False, tensor_only=True,
              grads={"self": lambda g, self, other: g.masked_fill(
                  ((self >= other) | other.isnan()).logical_not(), 0),

@@ -3,6 +3,7 @@ bitwise ops, isclose/allclose/equal, and unary plus and ``~``. One row each (emb
 pointwise.py)."""
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..dispatch import rule_compare, rule_integral, torch_name
 from .registry import OpDef, POINTWISE, register
@@ -13,8 +14,10 @@ from .pointwise import defpw, only, _unary
 
 # ---- predicates and comparisons (boolean results, not differentiable) ----
 isnan = _unary("isnan", np.isnan, None, rule=rule_compare, errstate=False, inplace=False,
-               lower=Lower("((uint8_t)({a} != {a}))"))
-isinf = _unary("isinf", np.isinf, None, rule=rule_compare, errstate=False, inplace=False)
+               lower=Lower("((uint8_t)({a} != {a}))"),
+               onnx="IsNaN")
+isinf = _unary("isinf", np.isinf, None, rule=rule_compare, errstate=False, inplace=False,
+               onnx="IsInf")
 isfinite = _unary("isfinite", np.isfinite, None, rule=rule_compare, errstate=False,
                   inplace=False)
 isposinf = _unary("isposinf", np.isposinf, None, rule=rule_compare, errstate=False,
@@ -23,25 +26,39 @@ isneginf = _unary("isneginf", np.isneginf, None, rule=rule_compare, errstate=Fal
                   inplace=False)
 signbit = _unary("signbit", np.signbit, None, rule=rule_compare, errstate=False, inplace=False)
 logical_not = _unary("logical_not", np.logical_not, None, rule=rule_compare, errstate=False,
-                     lower=Lower("((uint8_t)({a} == 0))"))
-eq = defpw("eq", np.equal, rule=rule_compare, lower=_lw.compare("=="))
+                     lower=Lower("((uint8_t)({a} == 0))"),
+                     onnx="Not")
+eq = defpw("eq", np.equal, rule=rule_compare, lower=_lw.compare("=="),
+           onnx="Equal")
 ne = defpw("ne", np.not_equal, rule=rule_compare, names=("ne", "not_equal"),
-           lower=_lw.compare("!="))
-lt = defpw("lt", np.less, rule=rule_compare, names=("lt", "less"), lower=_lw.compare("<"))
+           lower=_lw.compare("!="),
+           onnx=_ox.ne)
+lt = defpw("lt", np.less, rule=rule_compare, names=("lt", "less"), lower=_lw.compare("<"),
+           onnx="Less")
 le = defpw("le", np.less_equal, rule=rule_compare, names=("le", "less_equal"),
-           lower=_lw.compare("<="))
-gt = defpw("gt", np.greater, rule=rule_compare, names=("gt", "greater"), lower=_lw.compare(">"))
+           lower=_lw.compare("<="),
+           onnx="LessOrEqual")
+gt = defpw("gt", np.greater, rule=rule_compare, names=("gt", "greater"), lower=_lw.compare(">"),
+           onnx="Greater")
 ge = defpw("ge", np.greater_equal, rule=rule_compare, names=("ge", "greater_equal"),
-           lower=_lw.compare(">="))
+           lower=_lw.compare(">="),
+           onnx="GreaterOrEqual")
 logical_and = defpw("logical_and", np.logical_and, tensor_only=True, rule=rule_compare,
-                    lower=Lower("((uint8_t)(({a} != 0) & ({b} != 0)))", compare=True))
+                    lower=Lower("((uint8_t)(({a} != 0) & ({b} != 0)))", compare=True),
+                    onnx="And")
 logical_or = defpw("logical_or", np.logical_or, tensor_only=True, rule=rule_compare,
-                   lower=Lower("((uint8_t)(({a} != 0) | ({b} != 0)))", compare=True))
-logical_xor = defpw("logical_xor", np.logical_xor, tensor_only=True, rule=rule_compare)
-bitwise_and = defpw("bitwise_and", np.bitwise_and, rule=rule_integral)
-bitwise_or = defpw("bitwise_or", np.bitwise_or, rule=rule_integral)
-bitwise_xor = defpw("bitwise_xor", np.bitwise_xor, rule=rule_integral)
-bitwise_not = _unary("bitwise_not", np.invert, None, rule=rule_integral, errstate=False)
+                   lower=Lower("((uint8_t)(({a} != 0) | ({b} != 0)))", compare=True),
+                   onnx="Or")
+logical_xor = defpw("logical_xor", np.logical_xor, tensor_only=True, rule=rule_compare,
+                    onnx="Xor")
+bitwise_and = defpw("bitwise_and", np.bitwise_and, rule=rule_integral,
+                    onnx=_ox.bitwise_and)
+bitwise_or = defpw("bitwise_or", np.bitwise_or, rule=rule_integral,
+                   onnx=_ox.bitwise_or)
+bitwise_xor = defpw("bitwise_xor", np.bitwise_xor, rule=rule_integral,
+                    onnx=_ox.bitwise_xor)
+bitwise_not = _unary("bitwise_not", np.invert, None, rule=rule_integral, errstate=False,
+                     onnx=_ox.bitwise_not)
 # NumPy, like PyTorch, gives 0 (or the sign for >>) for shifts by a negative or >= width count
 bitwise_left_shift = defpw("bitwise_left_shift", np.left_shift, rule=only("i", "lshift_cpu"))
 bitwise_right_shift = defpw("bitwise_right_shift", np.right_shift, rule=only("i", "rshift_cpu"))
@@ -96,4 +113,5 @@ def _invert(input):
 
 
 positive = register(OpDef("positive", POINTWISE), positive)
-_invert = register(OpDef("_invert", POINTWISE, method=False), _invert)
+_invert = register(OpDef("_invert", POINTWISE, method=False,
+                         onnx=_ox.bitwise_not), _invert)

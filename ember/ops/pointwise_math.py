@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from .. import dispatch
 from ..core import dtype as D
 from ..dispatch import rule_promote
@@ -20,38 +21,56 @@ LN2 = math.log(2.0)
 LN10 = math.log(10.0)
 
 
-exp = _unary("exp", np.exp, lambda g, result: g * result, lower=_lw.cmath("em_exp"))
+exp = _unary("exp", np.exp, lambda g, result: g * result, lower=_lw.cmath("em_exp"),
+             onnx="Exp")
 exp2 = _unary("exp2", np.exp2, lambda g, result: g * result * LN2)
 expm1 = _unary("expm1", np.expm1, lambda g, result: g * (result + 1),
-               lower=_lw.cmath("em_expm1"))
-log = _unary("log", np.log, lambda g, self: g / self, lower=_lw.cmath("em_log"))
+               lower=_lw.cmath("em_expm1"),
+               onnx=_ox.expm1)
+log = _unary("log", np.log, lambda g, self: g / self, lower=_lw.cmath("em_log"),
+             onnx="Log")
 log2 = _unary("log2", np.log2, lambda g, self: g / (self * LN2))
 log10 = _unary("log10", np.log10, lambda g, self: g / (self * LN10))
-log1p = _unary("log1p", np.log1p, lambda g, self: g / (self + 1), lower=_lw.cmath("em_log1p"))
+log1p = _unary("log1p", np.log1p, lambda g, self: g / (self + 1), lower=_lw.cmath("em_log1p"),
+               onnx=_ox.log1p)
 sqrt = _unary("sqrt", np.sqrt, lambda g, result: g / (2 * result),
-              lower=Lower("sqrt{f}({a})", c_int=NO_INT, cost=COSTLY))
+              lower=Lower("sqrt{f}({a})", c_int=NO_INT, cost=COSTLY),
+              onnx="Sqrt")
 rsqrt = _unary("rsqrt", None, lambda g, result: -0.5 * g * result * result * result,
                kernel=lambda xp, a: 1 / xp.sqrt(a),
-               lower=Lower("((({T})1) / sqrt{f}({a}))", c_int=NO_INT, cost=COSTLY))
+               lower=Lower("((({T})1) / sqrt{f}({a}))", c_int=NO_INT, cost=COSTLY),
+               onnx=_ox.rsqrt)
 # sin and cos are libm's (scalar) in C
-sin = _unary("sin", np.sin, lambda g, self: g * self.cos(), lower=_lw.cmath("sin"))
-cos = _unary("cos", np.cos, lambda g, self: -g * self.sin(), lower=_lw.cmath("cos"))
-tan = _unary("tan", np.tan, lambda g, result: g * (1 + result * result))
+sin = _unary("sin", np.sin, lambda g, self: g * self.cos(), lower=_lw.cmath("sin"),
+             onnx="Sin")
+cos = _unary("cos", np.cos, lambda g, self: -g * self.sin(), lower=_lw.cmath("cos"),
+             onnx="Cos")
+tan = _unary("tan", np.tan, lambda g, result: g * (1 + result * result),
+             onnx="Tan")
 asin = _unary("asin", np.arcsin, lambda g, self: g / (1 - self * self).sqrt(),
-              names=("asin", "arcsin"))
+              names=("asin", "arcsin"),
+              onnx="Asin")
 acos = _unary("acos", np.arccos, lambda g, self: -g / (1 - self * self).sqrt(),
-              names=("acos", "arccos"))
-atan = _unary("atan", np.arctan, lambda g, self: g / (1 + self * self), names=("atan", "arctan"))
-sinh = _unary("sinh", np.sinh, lambda g, self: g * self.cosh())
-cosh = _unary("cosh", np.cosh, lambda g, self: g * self.sinh())
+              names=("acos", "arccos"),
+              onnx="Acos")
+atan = _unary("atan", np.arctan, lambda g, self: g / (1 + self * self), names=("atan", "arctan"),
+              onnx="Atan")
+sinh = _unary("sinh", np.sinh, lambda g, self: g * self.cosh(),
+              onnx="Sinh")
+cosh = _unary("cosh", np.cosh, lambda g, self: g * self.sinh(),
+              onnx="Cosh")
 tanh = _unary("tanh", np.tanh, lambda g, result: g * (1 - result * result),
-              lower=_lw.cmath("em_tanh"))
+              lower=_lw.cmath("em_tanh"),
+              onnx="Tanh")
 asinh = _unary("asinh", np.arcsinh, lambda g, self: g / (self * self + 1).sqrt(),
-               names=("asinh", "arcsinh"))
+               names=("asinh", "arcsinh"),
+               onnx="Asinh")
 acosh = _unary("acosh", np.arccosh, lambda g, self: g / (self * self - 1).sqrt(),
-               names=("acosh", "arccosh"))
+               names=("acosh", "arccosh"),
+               onnx="Acosh")
 atanh = _unary("atanh", np.arctanh, lambda g, self: g / (1 - self * self),
-               names=("atanh", "arctanh"))
+               names=("atanh", "arctanh"),
+               onnx="Atanh")
 
 
 def _sigmoid_kernel(xp, a):
@@ -59,7 +78,8 @@ def _sigmoid_kernel(xp, a):
 
 
 sigmoid = _unary("sigmoid", None, lambda g, result: g * result * (1 - result),
-                 kernel=_sigmoid_kernel, lower=_lw.cmath("em_sigmoid"))
+                 kernel=_sigmoid_kernel, lower=_lw.cmath("em_sigmoid"),
+                 onnx="Sigmoid")
 
 
 def _logit_kernel(xp, a, eps=None):
@@ -228,9 +248,11 @@ def _erfinv_kernel(xp, a):
 
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 erf = _unary("erf", None, lambda g, self: g * TWO_OVER_SQRT_PI * (-(self * self)).exp(),
-             kernel=_erf_kernel, lower=_lw.cmath("em_erf"))
+             kernel=_erf_kernel, lower=_lw.cmath("em_erf"),
+             onnx="Erf")
 erfc = _unary("erfc", None, lambda g, self: -g * TWO_OVER_SQRT_PI * (-(self * self)).exp(),
-              kernel=_erfc_kernel)
+              kernel=_erfc_kernel,
+              onnx=_ox.erfc)
 erfinv = _unary("erfinv", None,
                 lambda g, result: g * (math.sqrt(math.pi) / 2) * (result * result).exp(),
                 kernel=_erfinv_kernel)
@@ -246,10 +268,12 @@ def _neg_kernel(xp, a):
 
 
 neg = _unary("neg", None, lambda g: -g, rule=rule_promote, errstate=False, kernel=_neg_kernel,
-             names=("neg", "negative"), lower=Lower("(({T})-{a})"))
+             names=("neg", "negative"), lower=Lower("(({T})-{a})"),
+             onnx="Neg")
 abs = _unary("abs", np.abs, lambda g, self: g * self.sign(), rule=only("if", "abs_cpu"),
              errstate=False, names=("abs", "absolute"),
-             lower=Lower("fabs{f}({a})", c_int="(({T})({a} < 0 ? -{a} : {a}))"))
+             lower=Lower("fabs{f}({a})", c_int="(({T})({a} < 0 ? -{a} : {a}))"),
+             onnx="Abs")
 
 
 def _sign_kernel(xp, a):
@@ -265,12 +289,15 @@ def _rule_square(dt, name):
 
 
 sign = _unary("sign", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel,
-             lower=Lower(_lw.sign_c))
+             lower=Lower(_lw.sign_c),
+              onnx="Sign")
 sgn = _unary("sgn", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel)
 square = _unary("square", np.square, lambda g, self: 2 * g * self, rule=_rule_square,
-                errstate=False, node_name="PowBackward0", lower=Lower("(({T})({a} * {a}))"))
+                errstate=False, node_name="PowBackward0", lower=Lower("(({T})({a} * {a}))"),
+                onnx=_ox.square)
 reciprocal = _unary("reciprocal", np.reciprocal, lambda g, result: -g * result * result,
-                    kernel=lambda xp, a: 1 / a, lower=Lower("((({T})1) / {a})", cost=COSTLY))
+                    kernel=lambda xp, a: 1 / a, lower=Lower("((({T})1) / {a})", cost=COSTLY),
+                    onnx="Reciprocal")
 
 
 def _int_identity(f):
@@ -278,9 +305,11 @@ def _int_identity(f):
 
 
 floor = _unary("floor", None, lambda g: _zeros(g), rule=only("if", "floor_vml_cpu"),
-               kernel=_int_identity(np.floor), lower=Lower("floor{f}({a})", c_int="{a}"))
+               kernel=_int_identity(np.floor), lower=Lower("floor{f}({a})", c_int="{a}"),
+               onnx="Floor")
 ceil = _unary("ceil", None, lambda g: _zeros(g), rule=only("if", "ceil_vml_cpu"),
-              kernel=_int_identity(np.ceil), lower=Lower("ceil{f}({a})", c_int="{a}"))
+              kernel=_int_identity(np.ceil), lower=Lower("ceil{f}({a})", c_int="{a}"),
+              onnx="Ceil")
 trunc = _unary("trunc", None, lambda g: _zeros(g), rule=only("if", "trunc_vml_cpu"),
                kernel=_int_identity(np.trunc), names=("trunc", "fix"),
                lower=Lower("trunc{f}({a})", c_int="{a}"))
@@ -300,7 +329,8 @@ def _round_kernel(xp, a, decimals=None):
 
 round = _unary("round", None, lambda g: _zeros(g), rule=only("if", "round_vml_cpu"),
                kernel=_round_kernel, attrs={"decimals": None},
-               lower=Lower("rint{f}({a})", c_int="{a}"))   # half to even, like torch
+               lower=Lower("rint{f}({a})", c_int="{a}"),
+               onnx="Round")   # half to even, like torch
 
 
 # relu's zero in each dtype: a same-dtype scalar is NumPy's cheapest second operand
@@ -345,7 +375,8 @@ def _relu_grad(g, result):
 
 
 relu = _unary("relu", None, _relu_grad, rule=rule_promote, errstate=False, kernel=_relu_kernel,
-              lower=Lower("({a} < 0 ? ({T})0 : {a})"))   # keeps NaN (and -0.0) like torch
+              lower=Lower("({a} < 0 ? ({T})0 : {a})"),
+              onnx="Relu")   # keeps NaN (and -0.0) like torch
 
 
 def _nan_to_num_kernel(xp, a, nan=0.0, posinf=None, neginf=None):

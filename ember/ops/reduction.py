@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
@@ -408,10 +409,14 @@ def _logsumexp_jvp(tan, result, input, dim, keepdim=False, *, out=None):
 
 # forward mode (autograd/forward_rules.py): sum and mean are linear, the others have rules
 _JVP = {sum: LINEAR, mean: LINEAR, var: _var_jvp, std: _std_jvp, logsumexp: _logsumexp_jvp}
+_ONNX = {sum: _ox.sum_, mean: _ox.mean, all: _ox.all_, any: _ox.any_, var: _ox.var,
+         std: _ox.std, logsumexp: _ox.logsumexp}
 for _f in (sum, mean, nansum, nanmean, all, any, count_nonzero, var, std, logsumexp):
     globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f),
-                                            jvp=_JVP.get(_f)), _f)
-prod = register(OpDef("prod", REDUCTION, amp=FP32), prod)     # autocast: in float32
+                                            jvp=_JVP.get(_f),
+                                            onnx=_ONNX.get(_f)), _f)
+prod = register(OpDef("prod", REDUCTION, amp=FP32,
+                      onnx=_ox.prod), prod)     # autocast: in float32
 register_each(globals(), REDUCTION, (var_mean, std_mean), method=False)
 sum_to_size = register(OpDef("sum_to_size", REDUCTION, function=False, jvp=LINEAR,
                              batch=_br.sum_to_size_batch),

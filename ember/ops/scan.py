@@ -6,6 +6,7 @@ the other elements (exact at zeros), logcumsumexp's a reversed logcumsumexp spli
 """
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core import strides as S
 from ..dispatch import wrap, torch_name
@@ -154,7 +155,8 @@ def logcumsumexp(input, dim, *, out=None):
     return write_out(out, _record(_LOGCUMSUMEXP, input, wrap(r, input.dtype), {"dim": d}))
 
 
-cumsum = register(OpDef("cumsum", REDUCTION, jvp=LINEAR), cumsum)
+cumsum = register(OpDef("cumsum", REDUCTION, jvp=LINEAR,
+                        onnx=_ox.cumsum), cumsum)
 register_each(globals(), REDUCTION, (cumprod,))
 register_each(globals(), REDUCTION, (cummax, cummin), jvp=picked_jvp(0, None))
 

@@ -9,6 +9,7 @@ gather <-> scatter_add, index_select <-> index_add, take <-> put(accumulate=True
 """
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
@@ -413,6 +414,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
 register_each(globals(), EXTERN, (index_select, gather, index_add, index_copy, scatter_add),
               jvp=LINEAR)     # linear in self and source together
 register_each(globals(), EXTERN, (index_fill, scatter, scatter_reduce))
+OPS["index_select"].onnx, OPS["gather"].onnx = _ox.index_select, _ox.gather
 
 
 def _inplace(fn):

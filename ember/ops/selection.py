@@ -8,6 +8,7 @@ NaN counts as the extreme value (max, argmax) and sorts last (median, kthvalue, 
 """
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
@@ -390,9 +391,12 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
 
 _LOWER = {amax: _lw.AMAX, amin: _lw.AMIN}   # how fused kernels reduce a row
 _JVP = {kthvalue: picked_jvp(1, -1), mode: picked_jvp(0, -1)}   # forward-mode rules
+_ONNX = {max: _ox.max_, min: _ox.min_, amax: _ox.amax, amin: _ox.amin, argmax: _ox.argmax,
+         argmin: _ox.argmin}
 for _f in (max, min, amax, amin, aminmax, argmax, argmin, median, nanmedian, kthvalue, mode):
     globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f),
-                                            jvp=_JVP.get(_f)), _f)
+                                            jvp=_JVP.get(_f),
+                                            onnx=_ONNX.get(_f)), _f)
 # autocast runs the quantiles in float32
 quantile = register(OpDef("quantile", REDUCTION, amp=FP32), quantile)
 nanquantile = register(OpDef("nanquantile", REDUCTION, amp=FP32), nanquantile)

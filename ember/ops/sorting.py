@@ -9,6 +9,7 @@ import builtins
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
@@ -16,7 +17,7 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
-from .registry import OpDef, REDUCTION, register, register_each
+from .registry import OpDef, REDUCTION, OPS, register, register_each
 from .reduce_common import (LOWP, selecting_op, select_values, index_tensor, write_out,
                             picked_jvp)
 
@@ -317,7 +318,10 @@ def bincount(input, weights=None, minlength=0):
 
 
 # forward mode: the values' tangent is the input's tangent picked at the indices
-sort = register(OpDef("sort", REDUCTION, jvp=picked_jvp(0, -1)), sort)
-topk = register(OpDef("topk", REDUCTION, jvp=picked_jvp(1, -1)), topk)
+sort = register(OpDef("sort", REDUCTION, jvp=picked_jvp(0, -1),
+                      onnx=_ox.sort), sort)
+topk = register(OpDef("topk", REDUCTION, jvp=picked_jvp(1, -1),
+                      onnx=_ox.topk), topk)
 register_each(globals(), REDUCTION, (argsort, msort, unique, unique_consecutive, histc, bincount))
+OPS["argsort"].onnx = _ox.argsort
 register_each(globals(), REDUCTION, (searchsorted, bucketize), method=False)

@@ -10,6 +10,7 @@ import functools
 
 import numpy as np
 
+from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core.strides import strided_view, storage_positions as _storage_positions  # noqa: F401
 from ..core.tensor import Tensor, make_view
@@ -482,10 +483,18 @@ _NO_METHOD = {"alias"}
 # forward mode: a view's tangent is the same view of the tangent (VIEW ops are linear), but
 # detach's result has none
 _JVP = {detach: lambda tan, result, self: None}
+_ONNX = {view: _ox.reshape, reshape: _ox.reshape, view_as: _ox.reshape_as,
+         reshape_as: _ox.reshape_as, flatten: _ox.flatten, unflatten: _ox.unflatten,
+         transpose: _ox.transpose, swapaxes: _ox.transpose, t: _ox.t, permute: _ox.permute,
+         movedim: _ox.movedim, squeeze: _ox.squeeze, unsqueeze: _ox.unsqueeze,
+         expand: _ox.expand, broadcast_to: _ox.expand, expand_as: _ox.expand_as,
+         narrow: _ox.narrow, select: _ox.select, unbind: _ox.unbind, split: _ox.split,
+         chunk: _ox.chunk, detach: _ox.identity, alias: _ox.identity}
 
 for _name, _fn in _FUNCS.items():
     _published = register(OpDef(_name, VIEW, function=_name not in _NO_FUNCTION,
-                                method=_name not in _NO_METHOD, jvp=_JVP.get(_fn)), _fn)
+                                method=_name not in _NO_METHOD, jvp=_JVP.get(_fn),
+                                onnx=_ONNX.get(_fn)), _fn)
     if _name in globals() and globals()[_name] is _fn:      # aliases (moveaxis) bind nothing
         globals()[_name] = _published
 METHODS["detach_"] = detach_
@@ -516,8 +525,10 @@ def _restride(self, v):
     return self
 
 
-_T_prop = register(OpDef("T", VIEW, function=False, method=False), _T_prop)
-_mT_prop = register(OpDef("mT", VIEW, function=False, method=False), _mT_prop)
+_T_prop = register(OpDef("T", VIEW, function=False, method=False,
+                         onnx=_ox.T), _T_prop)
+_mT_prop = register(OpDef("mT", VIEW, function=False, method=False,
+                          onnx=_ox.mT), _mT_prop)
 T = property(_T_prop)
 mT = property(_mT_prop)
 

@@ -1,0 +1,112 @@
+"""export_workloads: ember.export beside torch.export (issue 15's performance rows).
+
+For the examples' GPT (4 layers, 128 wide, context 64; batch 8 of 64 tokens) and ResNet
+(CIFAR-sized, batch 8 of 3x32x32), each in eval mode:
+- export time (``export(model, (x,))``), and load time of the saved program (ember's
+  format; torch.export.save/.pt2 for torch);
+- inference: eager, the exported program's ``.module()``, and that module compiled
+  (``ember.compile(ep.module())``, C backend), beside the model compiled directly. torch's
+  column is torch eager for the eager
+  and the compiled rows and ``torch.export``'s module for the exported row (torch.compile's
+  build is left out: its time is compile_time's subject).
+
+Run: ``python -m benchmarks export_workloads --threads 1``. Targets (issue 15): GPT export
+under 2 s; the exported forward within 10% of eager ember; exported+compiled at compiled speed.
+"""
+import io
+
+BATCH = 8
+
+
+def _is_ember(torch):
+    return torch.__name__ == "ember"
+
+
+def _gpt(torch):
+    if _is_ember(torch):
+        from ember.examples.gpt import GPT
+        m = GPT()
+    else:
+        m = _torch_model(torch, "gpt")
+    x = torch.randint(0, 256, (BATCH, 64))
+    return m.eval(), x
+
+
+def _cnn(torch):
+    if _is_ember(torch):
+        from ember.examples.cnn import ResNet
+        m = ResNet()
+    else:
+        m = _torch_model(torch, "cnn")
+    return m.eval(), torch.randn(BATCH, 3, 32, 32)
+
+
+def _torch_model(torch, which):
+    """The example's model class run with torch: the example files are plain PyTorch code
+    under ``import ember as torch``, so they are loaded again with torch in its place."""
+    import importlib.util
+    import os
+    import ember.examples as ex
+    path = os.path.join(os.path.dirname(ex.__file__), f"{which}.py")
+    src = open(path).read().replace("import ember as torch", "import torch").replace(
+        "import ember.nn as nn", "import torch.nn as nn").replace(
+        "import ember.nn.functional as F", "import torch.nn.functional as F")
+    spec = importlib.util.spec_from_loader(f"_torch_{which}", loader=None)
+    mod = importlib.util.module_from_spec(spec)
+    exec(compile(src, path, "exec"), mod.__dict__)
+    return mod.GPT() if which == "gpt" else mod.ResNet()
+
+
+def _export_api(torch):
+    return torch.export
+
+
+def _cases_for(torch, name, build):
+    torch.manual_seed(0)
+    model, x = build(torch)
+    ex = _export_api(torch)
+    with torch.no_grad():
+        ep = ex.export(model, (x,))
+    buf = io.BytesIO()
+    ex.save(ep, buf)
+    data = buf.getvalue()
+    exported = ep.module()
+    if _is_ember(torch):
+        compiled = torch.compile(ep.module())
+        compiled_model = torch.compile(model)
+    else:
+        compiled = compiled_model = model   # see the module docstring: torch eager here
+
+    def export_time():
+        with torch.no_grad():
+            return ex.export(model, (x,))
+
+    def load_time():
+        return ex.load(io.BytesIO(data))
+
+    def run(f):
+        def go():
+            with torch.no_grad():
+                return f(x)
+        return go
+    run(compiled)()
+    run(compiled_model)()
+    return {
+        f"{name} export": export_time,
+        f"{name} load saved program": load_time,
+        f"{name} forward eager": run(model),
+        f"{name} forward exported": run(exported),
+        f"{name} forward exported+compiled": run(compiled),
+        f"{name} forward compiled (not exported)": run(compiled_model),
+    }
+
+
+def cases(torch):
+    out = _cases_for(torch, "GPT", _gpt)
+    out.update(_cases_for(torch, "ResNet", _cnn))
+    return out
+
+
+UNIT = "ms"
+SCALE = 1e3
+LOWER_IS_BETTER = True

@@ -11,7 +11,8 @@ dynamic sizes (dynamic.py) -> joint forward/backward + partition (aot.py) -> pas
 (passes.py) -> fusion into Kernels (fusion.py, kernel.py) -> C code (codegen_c.py, cmath.py)
 -> build and disk cache (build.py) -> runtime (buffers.py, threads.py); or the numpy backend
 (Graph.compile_python). pipeline.py runs them as one list of named stages (STAGES); api.py
-replays the variants they make; explain.py and check.py say what happened.
+replays the variants they make, effects.py redoes their Python side effects, segments.py
+splits a function at its graph breaks; explain.py and check.py say what happened.
 """
 import os
 
@@ -25,4 +26,5 @@ from .api import CompiledFunction, reset  # noqa: F401
 from .tracer import GraphBreakError  # noqa: F401
 from .frontend import compile, disable, OptimizedModule  # noqa: F401
 from .explain import explain, show_code  # noqa: F401
+from .dynamic import mark_dynamic  # noqa: F401
 from . import eager  # noqa: F401  (plugs the fused eager kernels into the composite ops)

@@ -12,7 +12,10 @@ from ..core.tensor import Tensor
 from ..autograd.function import Function
 from ..ops.creation import zeros
 from ..ops.registry import VIEW
+from ..autograd.grad_mode import no_grad
+from ..autograd import engine
 from .graph import Graph, map_nodes
+from .tracer import tensors_in, BackwardNotCaptured
 
 def _cheap(n, mutated=frozenset()):
     """Cheap enough to recompute in the backward rather than keep alive between the passes
@@ -278,3 +281,52 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
     def run(inputs, syms=()):
         return CompiledFunction.apply(syms, *inputs, *lifted_diff)
     return run
+
+
+def _ones_like_detached(t):
+    from ..ops.creation import ones_like
+    with no_grad():
+        return ones_like(t)
+
+
+def trace_backward(tracer, result, flat):
+    """Run the engine's backward from the differentiable outputs (ones as their gradients,
+    each an input node "tangent_i") while tracing: the joint record, None when no output
+    requires grad, or {"failed": why} when the backward cannot be captured."""
+    outs = tensors_in(result)
+    diff_outs = [t for t in outs if t._requires_grad]
+    if not diff_outs:
+        return None
+    for n in tracer.graph.nodes:
+        if n.kind == "call" and n.opname.startswith("ember.compiler.disabled") and any(
+                i.meta is not None and i.meta[3] for i in n.inputs()):
+            # its backward runs through ops the trace did not see (they ran eagerly)
+            return {"failed": f"{n.opname} takes tensors that require grad"}
+    input_nodes = tracer.graph.inputs()
+    diff_ins = [t for _, t in flat if t._requires_grad and tracer.proxies.get(id(t))
+                in input_nodes]
+    lifted_diff = [n.target for n in tracer.graph.lifted() if n.target._requires_grad]
+    tracer.phase = "bwd"
+    tangents, tangent_nodes = [], []
+    for i, t in enumerate(diff_outs):
+        g = _ones_like_detached(t)
+        node = tracer.graph.add("input", f"tangent_{i}", index=None, phase="bwd")
+        tracer._bind(g, node)
+        tangents.append(g)
+        tangent_nodes.append(node)
+    leaves = diff_ins + lifted_diff
+    try:
+        grads = engine.run_backward(diff_outs, tangents, True, False, inputs=leaves,
+                                    accumulate=False, allow_unused=True) if leaves else []
+        grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
+    except Exception as e:
+        # drop what the backward recorded; the forward replays with eager autograd (an
+        # error the backward raises, a stale saved tensor say, then reaches the user
+        # from their own backward call, as in eager mode)
+        tracer.graph.nodes = [n for n in tracer.graph.nodes if n.phase == "fwd"]
+        tracer.phase = "fwd"
+        return {"failed": str(e) if isinstance(e, BackwardNotCaptured) else
+                f"{type(e).__name__}: {e}"}
+    tracer.phase = "fwd"
+    return dict(diff_outs=diff_outs, diff_ins=diff_ins, lifted_diff=lifted_diff,
+                tangent_nodes=tangent_nodes, grad_nodes=grad_nodes)

@@ -5,8 +5,10 @@ order and replays the first that holds; when none does, it compiles the call aga
 recompile, logged with the guard that failed) — until `config.cache_size_limit` variants
 exist, after which it warns once and runs eagerly. Compiling is the list of named stages in
 pipeline.py (capture, backward_capture, unify, guards, partition, passes, fusion, codegen,
-build, buffer_plan, replay); replaying never goes through it. A trace that hit a graph break
-becomes an "eager" variant: calls that pass its guards run the function as written.
+build, buffer_plan, replay); replaying never goes through it. A trace with graph breaks
+becomes a split variant (segments.py: compiled segments, the function's Python between
+them) or, where it cannot be split, an "eager" variant: calls that pass its guards run the
+function as written. A replay redoes the call's Python side effects (effects.py).
 """
 import warnings
 
@@ -14,6 +16,8 @@ from ..autograd.grad_mode import state as _grad_state
 from . import config, pipeline
 from .config import log, logs_on  # noqa: F401  (the logs were set up here before)
 from .pipeline import Variant  # noqa: F401
+from .tracer import user_source
+from . import dynamic as dynamic_marks
 
 
 _ALL = []     # every compiled function, for reset()
@@ -40,6 +44,8 @@ class CompiledFunction:
         self.fell_back = None       # the reason, once the cache size limit was hit
         self.check_failures = []    # options={"check": True}: nodes that left tolerance
         self.calls = 0
+        self.stateful = set()       # places whose Python value the function changes each call
+        self.marked = set()         # (input path, dim) marked with mark_dynamic so far
         self._warned_backend = False
         _ALL.append(self)
         try:
@@ -73,24 +79,37 @@ class CompiledFunction:
             failed = self.variants[-1].guards.first_failure(args, kwargs)
             reason = failed.describe(args, kwargs, self.variants[-1].guards.env) \
                 if failed is not None else "no guard failed (unknown)"
+            if failed is not None and failed.kind == "shape":
+                reason += _drop_last_hint(failed, args, kwargs, self.variants[-1].guards.env)
             if len(self.variants) >= config.cache_size_limit:
                 self.fell_back = reason
                 warnings.warn(f"ember.compile: {self.__name__} hit the cache size limit "
                               f"({config.cache_size_limit}) and now runs eagerly; last "
                               f"recompile because {reason}", stacklevel=2)
                 return self.fn(*args, **kwargs)
-            if failed is not None and failed.kind == "shape" and self.dynamic is not False:
+            if failed is not None and failed.kind == "side_effect":
+                self.stateful.add(failed.source)
+            if failed is not None and failed.kind == "shape":
                 # a size changed: trace again, then try to make the changed sizes symbolic
                 base = next((v for v in reversed(self.variants) if v.capture is not None),
                             None)
-                return self._compile(args, kwargs, unify_with=base, reason=reason)
+                marked = base is not None and dynamic_marks.only_marked_changed(
+                    base.capture, args, kwargs, self.marked)
+                if self.dynamic is not False or marked:
+                    return self._compile(args, kwargs, unify_with=base, reason=reason,
+                                         marked=marked)
             self._recompiled(reason)
         return self._compile(args, kwargs)
 
     def _recompiled(self, reason):
         self.recompiles.append(reason)
-        if config.verbose_recompiles or logs_on("recompiles"):
-            log.warning("recompiling %s: %s", self.__name__, reason)
+        if config.verbose or config.verbose_recompiles or logs_on("recompiles"):
+            log.warning("recompiling %s (%s), called at %s: %s", self.__name__,
+                        self._def_line(), user_source(), reason)
+
+    def _def_line(self):
+        from .effects import def_line
+        return "defined at " + def_line(self).rsplit(" in ", 1)[0]
 
     # ---- capture ----
     def _lifted_names(self):
@@ -113,25 +132,33 @@ class CompiledFunction:
             pass
         return f"args[{i}]"
 
-    def _compile(self, args, kwargs, unify_with=None, reason=None):
-        """Compile this call (pipeline.STAGES), keep its variant, return its result."""
+    def _compile(self, args, kwargs, unify_with=None, reason=None, marked=False):
+        """Compile this call (pipeline.STAGES), keep its variant, return its result.
+        `marked`: only sizes marked with mark_dynamic changed (no recompile is counted)."""
+        self.marked |= dynamic_marks.marks_of(args, kwargs)
         p = pipeline.compile_program(self, args, kwargs, unify_with)
         v = p.variant
-        if v.eager:
+        if v.eager or v.root is not None:
             if reason is not None:
                 self._recompiled(reason)
             self.breaks.extend(v.breaks)
             if logs_on("breaks"):
                 for b in v.breaks:
-                    log.warning("graph break in %s: %s (runs eagerly)", self.__name__, b)
+                    log.warning("graph break in %s: %s (%s)", self.__name__, b,
+                                "runs eagerly" if v.eager else "split into segments")
         elif p.unified:
             if logs_on("recompiles"):
                 log.warning("%s: sizes %s are symbolic now", self.__name__,
                             ", ".join(v.dynamic))
-            if self.dynamic is True:
+            if self.dynamic is True or marked:
                 self.variants.remove(unify_with)     # the general one replaces it
             else:
                 self._recompiled(reason)
+        elif marked:
+            log.warning("ember.compile: %s: the sizes marked dynamic (mark_dynamic) could not "
+                        "be made symbolic (the two traces differ in more than sizes); "
+                        "recompiling: %s", self.__name__, reason)
+            self._recompiled(reason)
         elif reason is not None:
             self._recompiled(reason)
         self.variants.append(v)
@@ -144,6 +171,21 @@ class CompiledFunction:
             warnings.warn(f"ember.compile: the C backend is unavailable ({why}); using the "
                           "numpy backend", stacklevel=6)
             self._warned_backend = True
+
+
+def _drop_last_hint(guard, args, kwargs, env):
+    """A sentence for a recompile caused by a smaller first dim (a last, partial batch)."""
+    try:
+        got = tuple(guard.read(args, kwargs, env))
+    except Exception:
+        return ""
+    want = guard.expected
+    if not (isinstance(want, tuple) and want and all(type(n) is int for n in want)) or \
+            len(got) != len(want) or got[1:] != want[1:] or not got[0] < want[0]:
+        return ""
+    return (f" (the batch dim shrank from {want[0]} to {got[0]}: a smaller last batch? "
+            "DataLoader(..., drop_last=True) keeps every batch the same size; or mark the "
+            "dim dynamic: ember.compiler.mark_dynamic(x, 0))")
 
 
 def reset():

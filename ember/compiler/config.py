@@ -13,8 +13,19 @@ cache_dir = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ember")
 # compiled variants kept per function before it runs eagerly (PyTorch's cache_size_limit)
 cache_size_limit = 8
-# log each recompile with the guard that failed (also EMBER_LOGS=recompiles)
+# log each recompile with the guard that failed and the user's lines (also
+# EMBER_LOGS=recompiles); `verbose_recompiles` is the older name of the same switch
+verbose = False
 verbose_recompiles = False
+# graph breaks split a function into compiled segments with Python between them
+# (segments.py); False: a call with a graph break runs eagerly
+split_graph_breaks = os.environ.get("EMBER_SPLIT_GRAPH_BREAKS", "1") != "0"
+# successors kept per graph break, one per distinct value read there; a new value beyond
+# them runs the rest of that call eagerly
+break_values = 4
+# the C backend splits a trace with graph breaks only when its ops average at least this
+# many elements (each op of a split call is checked, and every value written out)
+split_min_elements = int(os.environ.get("EMBER_SPLIT_MIN_ELEMENTS", str(1 << 18)))
 # the C compiler (None: $CC, else cc)
 cc = os.environ.get("CC") or "cc"
 # fused groups over fewer elements (as traced) run their ops one by one: a kernel call

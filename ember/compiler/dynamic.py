@@ -9,8 +9,79 @@ variant then serves every size (each changed dim guarded only to be >= 2, as PyT
 so broadcasting decisions stay the same). Anything else keeps the two static variants.
 Known gap: a Python branch on a size that is not an op argument (``if x.shape[0] > 16:``)
 is not seen; the unified graph assumes it goes the same way for every size.
+
+`mark_dynamic(x, dim)` (torch._dynamo.mark_dynamic's role) says ahead that a dim changes:
+a later call that differs from the trace only in marked dims unifies as with dynamic=True
+(the general variant replaces the first one and no recompile is counted), whatever the
+`dynamic=` setting. ember still needs the second size to find the size expressions, so the
+first call traces with static sizes.
 """
+import types
+import weakref
+
 from .graph import Node, Graph
+
+_MARKS = {}     # id(tensor) -> (weakref to it, set of marked dims)
+
+
+def mark_dynamic(t, index):
+    """Mark dim(s) `index` of tensor `t` as changing between calls of compiled functions.
+
+    >>> x = ember.randn(32, 8)
+    >>> ember.compiler.mark_dynamic(x, 0)     # the batch size will change
+    >>> f(x); f(ember.randn(17, 8))            # no recompile counted: one symbolic variant
+    """
+    dims = [index] if isinstance(index, int) else list(index)
+    n = t.dim()
+    norm = set()
+    for d in dims:
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-n}, {n - 1}], but got {d})")
+        norm.add(d % n)
+    key = id(t)
+    entry = _MARKS.get(key)
+    if entry is None or entry[0]() is not t:
+        def forget(ref, key=key):
+            if _MARKS.get(key, (None,))[0] is ref:
+                del _MARKS[key]
+        entry = _MARKS[key] = (weakref.ref(t, forget), set())
+    entry[1].update(norm)
+
+
+def marked_dims(t):
+    """The dims of `t` marked with mark_dynamic."""
+    entry = _MARKS.get(id(t))
+    return entry[1] if entry is not None and entry[0]() is t else ()
+
+
+def marks_of(args, kwargs):
+    """{(input path, dim)} marked among the tensors of a call."""
+    from .runtime import flatten
+    if not _MARKS:
+        return set()
+    return {(path, d) for path, t in flatten(args, kwargs) for d in marked_dims(t)}
+
+
+def only_marked_changed(capture, args, kwargs, marked=()):
+    """Whether this call differs from `capture`'s sizes only in marked dims (marked on the
+    call's tensors, or in `marked`, the (path, dim) marks of earlier calls)."""
+    from .runtime import flatten
+    if not _MARKS and not marked:
+        return False
+    cur = dict(flatten(args, kwargs))
+    changed = False
+    for path, shape in zip(capture.input_paths, capture.input_shapes):
+        t = cur.get(path)
+        if t is None or len(t._data.shape) != len(shape):
+            return False
+        dims = marked_dims(t)
+        for d, (a, b) in enumerate(zip(shape, t._data.shape)):
+            if a != b:
+                if d not in dims and (path, d) not in marked:
+                    return False
+                changed = True
+    return changed
 
 
 class Sym:
@@ -176,6 +247,8 @@ def _unify(x, y, c, syms, ia, ib):
         return _expression(x, y, syms)
     if type(x) is not type(y):
         raise _Mismatch("type")
+    if type(x) is types.FunctionType and _same_closure(x, y):
+        return x        # a view's function (narrow's lambda) made again with equal values
     try:
         same = x is y or bool(x == y)
     except Exception:
@@ -183,6 +256,34 @@ def _unify(x, y, c, syms, ia, ib):
     if not same:
         raise _Mismatch(f"value {x!r} vs {y!r}")
     return x
+
+
+def _same_closure(f, g):
+    """Two functions of the same code whose closures hold equal plain values (ints,
+    slices, tuples of them), so either one computes what the other does."""
+    if f.__code__ is not g.__code__ or f.__defaults__ != g.__defaults__:
+        return False
+    cf, cg = f.__closure__ or (), g.__closure__ or ()
+    try:
+        return len(cf) == len(cg) and all(_plain_equal(a.cell_contents, b.cell_contents)
+                                          for a, b in zip(cf, cg))
+    except ValueError:          # an empty cell
+        return False
+
+
+def _plain_equal(a, b):
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) in (int, float, bool, str, type(None)):
+        return a == b
+    if type(a) is slice:
+        return all(_plain_equal(p, q) for p, q in ((a.start, b.start), (a.stop, b.stop),
+                                                   (a.step, b.step)))
+    if type(a) in (tuple, list):
+        return len(a) == len(b) and all(_plain_equal(p, q) for p, q in zip(a, b))
+    return False
 
 
 def _expression(x, y, syms):

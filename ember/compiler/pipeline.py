@@ -17,10 +17,9 @@ lifted tensor) and the sizes `unify` made symbolic.
 EMBER_LOGS=stages logs each stage's name and what it produced (graphs printed as Python).
 """
 from ..autograd.grad_mode import state as _grad_state, no_grad
-from ..autograd import engine
-from . import config, passes, aot
+from . import config, passes, aot, effects
 from .config import log, logs_on
-from .tracer import Tracer, tensors_in, BackwardNotCaptured
+from .tracer import Tracer
 from .guards import guards_for_call
 from .dynamic import Capture, unify as unify_captures
 from .runtime import flatten, slots, rebuilder, extractor, sym_reader
@@ -51,6 +50,10 @@ class Variant:
         self.check_fn = None        # check mode: the forward run function and its inputs
         self.check_extract = self.check_lifted = self.check_syms = None
         self.dynamic = []           # its symbolic sizes, in words
+        self.effects = []           # the Python side effects it redoes, in words
+        self.root = None            # graph breaks: the first Segment (segments.py)
+        self.stats = None           # and what its replays did (segments.Stats)
+        self.grad = False
 
 
 class Program:
@@ -71,6 +74,11 @@ class Program:
         self.struct = None          # the output structure, tensors replaced by slots
         self.out_nodes = []         # the output tensors' nodes
         self.breaks = []            # graph breaks: the call then runs eagerly
+        self.effects = []           # Python side effects (effects.Effect) redone at replay
+        self.segment_records = None  # graph breaks split the trace: its segments' records
+        self.split_blocked = None   # why a trace with graph breaks was not split
+        self.input_order = []       # the paths of the traced inputs, in order
+        self.effect_values = []     # their new values (tensors in them are graph outputs)
         # backward_capture
         self.joint = None           # the gradients' nodes, or {"failed": why}
         # unify
@@ -95,6 +103,10 @@ class Program:
         self.kernels, self.planned_peak_bytes = [], None
         # replay
         self.variant = None
+
+    def traced_out(self):
+        """What the graph returns: the call's result, and the side effects' new values."""
+        return (self.result, tuple(self.effect_values)) if self.effects else self.result
 
     def skip(self, why):
         """What a stage that does not apply returns."""
@@ -223,19 +235,37 @@ def capture(p):
     goes) the call's result. The tracer stays on for backward_capture."""
     cf = p.compiled
     p.flat = flatten(p.args, p.kwargs)
-    tracer = p.tracer = Tracer(cf._lifted_names(), fullgraph=cf.fullgraph)
+    tracer = p.tracer = Tracer(cf._lifted_names(), fullgraph=cf.fullgraph,
+                               split=not cf.fullgraph and config.split_graph_breaks)
     p.graph = tracer.graph
     tracer.__enter__()
     for path, t in p.flat:
         if tracer.known(t) is None:
             tracer.add_input(t, _input_name(path, cf))
+            p.input_order.append(path)
+    tracer.watch = effects.watch_for(cf, p.args, p.kwargs)
     p.result = cf.fn(*p.args, **p.kwargs)
+    if tracer.segments:
+        # graph breaks split the trace (segments.py); else, the whole call runs eagerly
+        tracer.close_segment()
+        p.breaks = list(tracer.breaks)
+        from .segments import not_worth_splitting
+        tracer.split_blocked = tracer.split_blocked or (not tracer.broken and
+                                                        not_worth_splitting(cf, tracer))
+        if not tracer.broken and not tracer.split_blocked:
+            p.segment_records = tracer.segments
+            return f"graph breaks ({len(p.breaks)}): {len(tracer.segments)} segments; " + \
+                "; ".join(str(b) for b in p.breaks)
+        p.split_blocked = tracer.split_blocked
+    if not tracer.broken:
+        effects.find(p)
     if tracer.broken:
         p.breaks = list(tracer.breaks)
         return f"graph break ({len(p.breaks)}): " + "; ".join(str(b) for b in p.breaks)
-    p.struct = slots(tracer, p.result, p.out_nodes)
+    p.struct = slots(tracer, p.traced_out(), p.out_nodes)
     g = p.graph
-    return f"{len(g.calls())} ops, {len(g.inputs())} inputs, {len(g.lifted())} lifted tensors"
+    return f"{len(g.calls())} ops, {len(g.inputs())} inputs, {len(g.lifted())} lifted " \
+        f"tensors" + (f", {len(p.effects)} side effects" if p.effects else "")
 
 
 def capture_backward(p):
@@ -248,7 +278,7 @@ def capture_backward(p):
             return p.skip("grad mode is off")
         if p.tracer.has_backward:
             return p.skip("the function runs its own backward (captured with the forward)")
-        p.joint = _trace_backward(p.tracer, p.result, p.flat)
+        p.joint = aot.trace_backward(p.tracer, p.traced_out(), p.flat)
         if p.joint is None:
             return p.skip("no output requires grad")
     finally:
@@ -288,8 +318,16 @@ def unify(p):
 def guards(p):
     """What a later call must match to replay this variant."""
     cf = p.compiled
-    p.guards = guards_for_call(p.args, p.kwargs, cf._arg_name, cf.module,
-                               p.tracer.graph.lifted(), p.capture)
+    lifted = p.tracer.graph.lifted() if p.segment_records is None else \
+        [n for r in p.segment_records for n in r.graph.lifted()]
+    p.guards = guards_for_call(p.args, p.kwargs, cf._arg_name, cf.module, lifted, p.capture)
+    plain = [e for e in p.effects if e.plain]
+    for e in plain:
+        # a Python value the call set is replayed as that value: only while the place
+        # holds what it held when traced (a counter recompiles instead of freezing)
+        effects.guard_old_value(p.guards, e)
+    if plain:
+        p.guards.compile()
     kinds = {}
     for g in p.guards.guards:
         kinds[g.kind] = kinds.get(g.kind, 0) + 1
@@ -423,10 +461,53 @@ def buffer_plan(p):
 
 def replay(p):
     """The Variant: guards, and one function from the call's arguments to its outputs (the
-    forward/backward pair behind an autograd Function when training)."""
+    forward/backward pair behind an autograd Function when training), which then redoes the
+    call's Python side effects with the new values."""
+    if p.segment_records is not None:
+        return _replay_segments(p)
+    summary = _replay(p)
+    v = p.variant
+    if p.effects and not v.eager:
+        run, found = v.run, p.effects
+        v.effects = [e.where for e in found]
+
+        def run_with_effects(args, kwargs):
+            result, values = run(args, kwargs)
+            effects.apply(found, values)
+            return result
+        v.run = run_with_effects
+        summary += f"; then {len(found)} side effects: " + ", ".join(v.effects)
+    return summary
+
+
+def _replay_segments(p):
+    """A variant whose call runs the function under segments.ServeMode."""
+    from . import segments
+    v = p.variant = Variant(p.guards)
+    v.breaks = p.breaks
+    return segments.attach(v, p, extractor(p.input_order), compile_segment)
+
+
+def compile_segment(cf, graph, out_nodes, grad):
+    """Compile one segment of a split trace (stages partition to buffer_plan; the passes
+    are left out: every value is an output, and CSE would merge values the Python code
+    holds apart). With autograd on, the graph replays op by op under eager autograd.
+    Returns (run(inputs, lifted, syms), its graph, its fused kernels)."""
+    p = Program(cf, (), {})
+    p.graph, p.out_nodes = graph, out_nodes
+    if grad:
+        p.backward_note = "a segment of a function with graph breaks, under autograd"
+    for name, stage in STAGES:
+        if name in ("partition", "fusion", "codegen", "build", "buffer_plan"):
+            p._running = name
+            stage(p)
+    return p.runs["graph"], p.graphs["graph"], list(p.kernels)
+
+
+def _replay(p):
     v = p.variant = Variant(p.guards, eager=bool(p.breaks))
     if p.breaks:
-        v.breaks = p.breaks
+        v.breaks, v.split_blocked = p.breaks, p.split_blocked
         return "runs eagerly under its guards (graph break)"
     cap = p.capture
     rebuild, extract, syms_of = (rebuilder(cap.struct), extractor(cap.input_paths),
@@ -547,52 +628,3 @@ def _joint_positions(joint, inputs, tracer):
     ids = [id(n) for n in inputs]
     return dict(joint, diff_positions=[ids.index(id(tracer.proxies[id(t)]))
                                        for t in joint["diff_ins"]], diff_ins=None)
-
-
-def _ones_like_detached(t):
-    from ..ops.creation import ones_like
-    with no_grad():
-        return ones_like(t)
-
-
-def _trace_backward(tracer, result, flat):
-    """Run the engine's backward from the differentiable outputs (ones as their gradients,
-    each an input node "tangent_i") while tracing: the joint record, None when no output
-    requires grad, or {"failed": why} when the backward cannot be captured."""
-    outs = tensors_in(result)
-    diff_outs = [t for t in outs if t._requires_grad]
-    if not diff_outs:
-        return None
-    for n in tracer.graph.nodes:
-        if n.kind == "call" and n.opname.startswith("ember.compiler.disabled") and any(
-                i.meta is not None and i.meta[3] for i in n.inputs()):
-            # its backward runs through ops the trace did not see (they ran eagerly)
-            return {"failed": f"{n.opname} takes tensors that require grad"}
-    input_nodes = tracer.graph.inputs()
-    diff_ins = [t for _, t in flat if t._requires_grad and tracer.proxies.get(id(t))
-                in input_nodes]
-    lifted_diff = [n.target for n in tracer.graph.lifted() if n.target._requires_grad]
-    tracer.phase = "bwd"
-    tangents, tangent_nodes = [], []
-    for i, t in enumerate(diff_outs):
-        g = _ones_like_detached(t)
-        node = tracer.graph.add("input", f"tangent_{i}", index=None, phase="bwd")
-        tracer._bind(g, node)
-        tangents.append(g)
-        tangent_nodes.append(node)
-    leaves = diff_ins + lifted_diff
-    try:
-        grads = engine.run_backward(diff_outs, tangents, True, False, inputs=leaves,
-                                    accumulate=False, allow_unused=True) if leaves else []
-        grad_nodes = [tracer.node_of(g) if g is not None else None for g in grads]
-    except Exception as e:
-        # drop what the backward recorded; the forward replays with eager autograd (an
-        # error the backward raises, a stale saved tensor say, then reaches the user
-        # from their own backward call, as in eager mode)
-        tracer.graph.nodes = [n for n in tracer.graph.nodes if n.phase == "fwd"]
-        tracer.phase = "fwd"
-        return {"failed": str(e) if isinstance(e, BackwardNotCaptured) else
-                f"{type(e).__name__}: {e}"}
-    tracer.phase = "fwd"
-    return dict(diff_outs=diff_outs, diff_ins=diff_ins, lifted_diff=lifted_diff,
-                tangent_nodes=tangent_nodes, grad_nodes=grad_nodes)

@@ -8,8 +8,10 @@ Tensors met that no node made (parameters, buffers, closure constants) become `l
 nodes, read by reference at each call.
 
 Reading a traced tensor's values from Python (`.item()`, `bool()`, `.numpy()`, printing,
-NumPy calls) is a graph break: the trace stops recording and the call finishes eagerly, so its
-result is still exact; with ``fullgraph=True`` it raises `GraphBreakError` naming the line.
+NumPy calls) is a graph break. With ``split=True`` it ends a segment and recording goes on in
+a new graph (segments.py replays them); other breaks stop recording and the call finishes
+eagerly, so its result is still exact; with ``fullgraph=True`` a break raises
+`GraphBreakError` naming the line.
 `loss.backward()` inside the function records the backward ops and the accumulation into
 ``.grad``; `optimizer.step()`/`zero_grad()` and functions wrapped in `ember.compiler.disable`
 are recorded as opaque calls that run eagerly at replay.
@@ -70,8 +72,17 @@ def _op_name(op, fn):
 class Tracer:
     """The dispatch mode that records a Graph (see the module docstring)."""
 
-    def __init__(self, lifted_names=None, fullgraph=False):
+    def __init__(self, lifted_names=None, fullgraph=False, split=False, outer=None):
         self.graph = Graph()
+        # split=True: a read of a traced tensor's values ends a segment (segments.py) and
+        # recording goes on in a new graph, whose inputs are the tensors it takes from
+        # earlier segments (`outer`: id(tensor) -> the node that made it, and the tensor)
+        self.split = split
+        self.outer = dict(outer or {})
+        self.segments = []       # closed segments (SegmentRecord), in order
+        self.order = []          # this segment's (node, result template) per op, in order
+        self.input_from = {}     # id(input node) -> the outer node it takes its value from
+        self.split_blocked = None   # why the segments cannot replay (then: eager)
         self.proxies = {}        # id(tensor) -> Node
         self.array_proxies = {}  # id(tensor._data) -> Node (aliases made by autograd)
         self.keep = []           # keeps traced objects alive so ids stay unique
@@ -84,25 +95,78 @@ class Tracer:
         self.n_lifted = 0
         self.has_backward = False
         self.record_values = None   # name -> value of every recorded call (check mode)
+        self.watch = None           # effects.Watch: the Python state the function may change
+        self.effect_error = None    # why a side effect cannot be replayed (effects.py)
+        self.pre_ids = set()
+        self.preexisting = self.preexisting_ids = self.pre_objects = None
+        self._frozen = False
 
     # ---- entering and leaving ----
     def __enter__(self):
-        # the tensors that exist before the trace: a tensor the trace meets that is not
-        # among them and that no recorded op made came from an op the tracer cannot see
-        # type(), not isinstance(): it neither dereferences weak proxies nor wakes other
-        # libraries' lazy module objects
-        self.preexisting = [o for o in gc.get_objects() if issubclass(type(o), Tensor)]
-        self.preexisting_ids = {id(o) for o in self.preexisting}
+        # What existed before the trace: a tensor the trace meets that existed neither then
+        # nor was made by a recorded op came from an op the tracer cannot see, and the side
+        # effect checks (effects.py) tell old containers from new ones. gc.freeze() moves
+        # every object into the collector's permanent generation in O(1), so the objects
+        # made since are the ones in generations 0-2 (listing those is cheap; listing every
+        # object, as without it, costs ~0.1 s with a large library imported). Not when the
+        # program froze objects itself (a nested trace, a pre-fork server): then the list.
+        self._frozen = gc.get_freeze_count() == 0
+        self._early_new = set()
+        self._new_cache = set()
+        if self._frozen:
+            gc.freeze()
+        else:
+            # type(), not isinstance(): it neither dereferences weak proxies nor wakes
+            # other libraries' lazy module objects
+            objs = gc.get_objects()
+            self.preexisting = [o for o in objs if issubclass(type(o), Tensor)]
+            self.preexisting_ids = {id(o) for o in self.preexisting}
+            # kept alive, so that no new object reuses an id
+            self.pre_objects, self.pre_ids = objs, set(map(id, objs))
         state.modes = state.modes + (self,)
         data_access_hooks.append(self._on_data_access)
         return self
 
     def __exit__(self, *exc):
-        self.preexisting = self.preexisting_ids = None
+        self.preexisting = self.preexisting_ids = self.pre_objects = None
+        if self._frozen:
+            gc.unfreeze()
+            self._frozen = False
         state.modes = tuple(m for m in state.modes if m is not self)
         if self._on_data_access in data_access_hooks:
             data_access_hooks.remove(self._on_data_access)
         return False
+
+    def new_ids(self):
+        """ids of the (gc-tracked) objects made since the trace began."""
+        if not self._frozen:
+            return None
+        out = set(self._early_new)
+        for g in range(3):
+            out.update(map(id, gc.get_objects(g)))
+        self._new_cache = out
+        return out
+
+    def existed(self, obj):
+        """Whether `obj` (a tensor, a container) existed before the trace began."""
+        if not self._frozen:
+            return id(obj) in self.pre_ids
+        if id(obj) in self.lifted_names or id(obj) in self._early_new:
+            return id(obj) in self.lifted_names
+        if id(obj) in self._new_cache:
+            return False
+        return id(obj) not in self.new_ids()
+
+    def referrers(self, objs):
+        """gc.get_referrers over every object (the permanent generation too)."""
+        if not self._frozen:
+            return gc.get_referrers(*objs)
+        self._early_new = self.new_ids()
+        gc.unfreeze()
+        try:
+            return gc.get_referrers(*objs)
+        finally:
+            gc.freeze()
 
     # ---- nodes for tensors ----
     def _bind(self, t, node):
@@ -119,14 +183,40 @@ class Tracer:
         return node
 
     def known(self, t):
-        return self.proxies.get(id(t)) or self.array_proxies.get(id(t._data))
+        return self.proxies.get(id(t)) or self.array_proxies.get(id(t._data)) or \
+            (self.outer.get(id(t), (None,))[0] if self.outer else None)
+
+    def _from_outer(self, t):
+        """An input node of this segment for tensor `t` made by an earlier segment."""
+        src = self.outer[id(t)][0]
+        node = self.graph.add("input", src.name, index=self.n_inputs)
+        self.n_inputs += 1
+        self.input_from[id(node)] = src
+        self._bind(t, node)
+        self.graph.nodes.insert(self._first_call_index(), self.graph.nodes.pop())
+        return node
+
+    def close_segment(self, brk=None, key=None):
+        """End the segment being recorded (at graph break `brk`, whose read gave `key`);
+        the next one takes this one's tensors as inputs."""
+        self.segments.append(SegmentRecord(self.graph, self.order, self.input_from, brk,
+                                           key))
+        for t in self.keep:
+            if isinstance(t, Tensor) and id(t) in self.proxies:
+                node = self.proxies[id(t)]
+                self.outer[id(t)] = (self.input_from.get(id(node), node), t)
+        self.graph, self.order, self.input_from = Graph(), [], {}
+        self.proxies, self.array_proxies = {}, {}
+        self.n_inputs = self.n_lifted = 0
 
     def node_of(self, t):
         node = self.proxies.get(id(t))
         if node is None:
             node = self.array_proxies.get(id(t._data))
+            if node is None and self.outer and id(t) in self.outer:
+                return self._from_outer(t)
             if node is None:
-                if id(t) not in self.preexisting_ids:
+                if not self.existed(t):
                     why = f"a tensor of shape {list(t.shape)} was made by an op the tracer " \
                           "does not see"
                     if self.phase == "bwd":
@@ -199,6 +289,11 @@ class Tracer:
             del node.kwargs["out"]
         if self.record_values is not None:
             self.record_values[node.name] = result
+        if self.split and self.phase == "fwd" and not name.startswith(("grad_of",
+                                                                        "accumulate_grad")):
+            if inplace or (isinstance(op, OpDef) and op.impure) or name in _OPAQUE or \
+                    name.startswith("ember.compiler.disabled"):
+                self.split_blocked = self.split_blocked or f"{name} changes state in place"
         if isinstance(result, Tensor):
             prior = self.proxies.get(id(result))
             if prior is not None:
@@ -213,11 +308,22 @@ class Tracer:
                     item = self.graph.add("getitem", f"{node.name}_{i}", args=(node,), index=i,
                                           source=source, phase=self.phase)
                     self._bind(r, item)
+        if self.split and self.phase == "fwd":
+            # what the op returned, its tensors as nodes: a replay hands back the same
+            self.order.append((node, _template(result, self.proxies)))
         return node
 
     def _opaque(self, name, fn, args, kwargs, source):
         margs, mkwargs = self._arg(args), self._arg(kwargs)
+        before = self.watch.state() if self.watch is not None else None
         result = fn(*args, **kwargs)
+        if before is not None and self.effect_error is None:
+            # what the call changed, its replay changes again: not a side effect to redo
+            from .effects import Unsupported
+            try:
+                self.watch.absorb(before)
+            except Unsupported as e:
+                self.effect_error = str(e)
         self._record(name, fn, margs, mkwargs, result, source, True)
         return result
 
@@ -231,6 +337,8 @@ class Tracer:
         mode active, so its formulas' ops are recorded) and one accumulate node per leaf."""
         from ..autograd import engine
         from .runtime import accumulate_grad
+        if self.split:
+            self.split_blocked = self.split_blocked or "the function runs backward()"
         if create_graph:
             self._break("backward(create_graph=True) is not captured")
             return engine.backward((t,), None if gradient is None else (gradient,),
@@ -294,7 +402,13 @@ class Tracer:
             return
         if self.known(t) is None:
             return       # a tensor the traced computation does not depend on
-        self._break(f"{what} on a traced tensor reads its values in Python")
+        reason = f"{what} on a traced tensor reads its values in Python"
+        if self.split and self.phase == "fwd":
+            brk = GraphBreak(reason, user_source())
+            self.breaks.append(brk)
+            self.close_segment(brk, break_key(t, what))
+            return
+        self._break(reason)
 
     def _grad_read(self, t):
         from .runtime import grad_of
@@ -306,12 +420,45 @@ class Tracer:
         node.opname, node.method = "ember.compiler.runtime.grad_of", False
         self._bind(g, node)
 
+    def side_effect_break(self, reason, source):
+        """A side effect the replay cannot redo: a graph break at the function's line."""
+        brk = GraphBreak(reason, source)
+        self.breaks.append(brk)
+        if self.fullgraph:
+            raise GraphBreakError(f"graph break (fullgraph=True): {brk}")
+        self.broken = True
+
     def _break(self, reason):
         brk = GraphBreak(reason, user_source())
         self.breaks.append(brk)
         if self.fullgraph:
             raise GraphBreakError(f"graph break (fullgraph=True): {brk}")
         self.broken = True
+
+
+class SegmentRecord:
+    """What the tracer recorded for one segment (see the module docstring)."""
+
+    def __init__(self, graph, order, input_from, brk, key):
+        self.graph, self.order, self.input_from = graph, order, input_from
+        self.brk, self.key = brk, key
+
+
+def break_key(t, what):
+    """What a read of tensor `t` gave Python: the key of the segment that follows it."""
+    a = t._data
+    return (what, tuple(a.shape), str(a.dtype), a.tobytes())
+
+
+def _template(x, proxies):
+    """Result `x` with each tensor replaced by the node bound to it."""
+    if isinstance(x, Tensor):
+        return proxies.get(id(x))
+    if type(x) in (tuple, list):
+        return type(x)(_template(v, proxies) for v in x)
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return type(x)(*(_template(v, proxies) for v in x))
+    return x
 
 
 def _is_inplace(name):

@@ -152,9 +152,11 @@ def all_cases():
 
 def pick_cases(seed, share):
     """The cases of this seed: `share` percent of all, each kept or not by a hash of the
-    seed and the case alone, so adding ops does not reshuffle the others."""
-    return [c for c in all_cases()
-            if zlib.crc32(f"{seed}/{c[0]}/{c[1]}/{c[2]}".encode()) % 100 < share]
+    seed and the case alone, so adding ops does not reshuffle the others. $EMBER_FUZZ_OPS
+    (a comma list) keeps only those ops' cases (for working on one op)."""
+    only = set(filter(None, os.environ.get("EMBER_FUZZ_OPS", "").split(",")))
+    return [c for c in all_cases() if (not only or c[0] in only)
+            and zlib.crc32(f"{seed}/{c[0]}/{c[1]}/{c[2]}".encode()) % 100 < share]
 
 
 def _case_sample(name, i, mutation):
@@ -339,7 +341,8 @@ def prune_known(seen):
             continue
         if line.startswith("    (") and line.endswith("):"):
             key = eval(line.strip()[:-1])   # a tuple literal of strings, written by us
-            if key not in seen:
+            only = set(filter(None, os.environ.get("EMBER_FUZZ_OPS", "").split(",")))
+            if key not in seen and (not only or key[0] in only):
                 print("fixed:", key)
                 skip = 1
                 continue
@@ -353,10 +356,13 @@ def main(argv):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--share", type=int, default=100, help="percent of all cases to run")
     p.add_argument("--start", type=int, default=None, help="(internal) run as the child")
+    p.add_argument("--ops", default="", help="only these ops (comma list)")
     p.add_argument("--prune-known", action="store_true",
                    help="delete the entries of known.py that this run no longer finds")
     p.add_argument("--show", default="", help="print the cases of these outcomes (comma list)")
     a = p.parse_args(argv)
+    if a.ops:
+        os.environ["EMBER_FUZZ_OPS"] = a.ops      # (read by the children too)
     if a.start is not None:
         return child(a.seed, a.share, a.start)
     recs = run_cases(a.seed, a.share)

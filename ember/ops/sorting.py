@@ -16,6 +16,8 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
+from . import meta_rules as M
+from .registry import OPS
 from .registry import OpDef, REDUCTION, register, register_each
 from .reduce_common import (LOWP, selecting_op, select_values, index_tensor, write_out,
                             picked_jvp)
@@ -321,3 +323,7 @@ sort = register(OpDef("sort", REDUCTION, jvp=picked_jvp(0, -1)), sort)
 topk = register(OpDef("topk", REDUCTION, jvp=picked_jvp(1, -1)), topk)
 register_each(globals(), REDUCTION, (argsort, msort, unique, unique_consecutive, histc, bincount))
 register_each(globals(), REDUCTION, (searchsorted, bucketize), method=False)
+# meta rules (ember/ops/meta_rules.py); unique, unique_consecutive and bincount have none:
+# their result's shape depends on the values
+for _n in ("sort", "topk", "argsort", "msort", "histc", "searchsorted", "bucketize"):
+    OPS[_n].meta = getattr(M, _n)

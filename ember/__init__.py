@@ -26,7 +26,7 @@ from .core import dtype as _dtype_mod
 from .core.dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64,  # noqa: F401
                          float16, bfloat16, float32, float64, finfo, iinfo, promote_types,
                          can_cast as _can_cast, get_default_dtype, set_default_dtype)
-from .core.device import device  # noqa: F401
+from .core.device import device, set_default_device, get_default_device  # noqa: F401
 from .core.tensor import Tensor, Size, is_tensor  # noqa: F401
 from .core.tensor import (memory_format, contiguous_format, preserve_format,  # noqa: F401
                           channels_last, channels_last_3d)
@@ -39,6 +39,8 @@ from . import linalg  # noqa: F401,E402  (ember.linalg; also registers inverse, 
 from .ops import registry as _registry
 from .ops.random import Generator, default_generator  # noqa: F401
 from . import cuda  # noqa: F401
+from . import backends  # noqa: F401,E402
+from .backends import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: F401,E402
 
 half = float16
 float = float32

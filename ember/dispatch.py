@@ -12,13 +12,14 @@ import numpy as np
 
 from .core import dtype as D
 from .core.tensor import Tensor, _init, _new
+from .core.meta import MetaArray, MetaData, device_mismatch
 from .core.strides import broadcast_shapes
 from .core import memory_stats
 from .autograd.grad_mode import state, call_mode  # noqa: F401  (the mode seam)
 from .autograd import graph
 
 ndarray = np.ndarray
-_asarray = np.asarray
+_asarray = np.asanyarray    # (any: a meta array, an ndarray subclass, stays one)
 
 LOWP = (D.float16, D.bfloat16)
 TORCH_NAMES, torch_name = D.TORCH_NAMES, D.torch_name   # dtype names live in core/dtype.py
@@ -244,42 +245,45 @@ def make_pointwise(op):
         if len(args) != nin:
             args = _bind(op, args, kwargs)
         attrs = _attrs(op, kwargs, defaults) if kwargs else {}
-        a0 = args[0]
-        if (nin == 1 and not attrs and not errstate and isinstance(a0, Tensor)
-                and a0.dtype in fast_dtype):
-            r = ufunc(a0._data) if ufunc is not None else kernel(np, a0._data)
-            rdt = fast_dtype[a0.dtype]
-        elif (nin == 2 and not attrs and ufunc is not None and not errstate
-              and isinstance(a0, Tensor) and isinstance(args[1], Tensor)
-              and a0.dtype is args[1].dtype and a0.dtype in fast_dtype):
-            try:
-                r = ufunc(a0._data, args[1]._data)
-            except ValueError:
-                broadcast_error([a0._data, args[1]._data])
-                raise
-            rdt = fast_dtype[a0.dtype]
-        elif (nin == 2 and not attrs and ufunc is not None and not errstate
-              and not tensor_only and isinstance(a0, Tensor) and type(args[1]) in _PY_NUMBER
-              and a0.dtype in fast_float):
-            # float tensor with a Python number: the number is weak, NumPy keeps the dtype
-            r = ufunc(a0._data, args[1])
-            rdt = fast_dtype[a0.dtype]
-        elif (nin == 2 and not attrs and ufunc is not None and not errstate
-              and not tensor_only and type(a0) in _PY_NUMBER and isinstance(args[1], Tensor)
-              and args[1].dtype in fast_float):
-            r = ufunc(a0, args[1]._data)
-            rdt = fast_dtype[args[1].dtype]
-        else:
-            r, rdt = compute(args, attrs)
-        result = wrap(r, rdt)
-        if state.enabled and op.grads:
-            for x in args:
-                if isinstance(x, Tensor) and x._requires_grad:
-                    graph.record(op, args, result, attrs)
-                    break
-        if out is not None:
-            return copy_into_out(out, result)
-        return result
+        try:
+            a0 = args[0]
+            if (nin == 1 and not attrs and not errstate and isinstance(a0, Tensor)
+                    and a0.dtype in fast_dtype):
+                r = ufunc(a0._data) if ufunc is not None else kernel(np, a0._data)
+                rdt = fast_dtype[a0.dtype]
+            elif (nin == 2 and not attrs and ufunc is not None and not errstate
+                  and isinstance(a0, Tensor) and isinstance(args[1], Tensor)
+                  and a0.dtype is args[1].dtype and a0.dtype in fast_dtype):
+                try:
+                    r = ufunc(a0._data, args[1]._data)
+                except ValueError:
+                    broadcast_error([a0._data, args[1]._data])
+                    raise
+                rdt = fast_dtype[a0.dtype]
+            elif (nin == 2 and not attrs and ufunc is not None and not errstate
+                  and not tensor_only and isinstance(a0, Tensor) and type(args[1]) in _PY_NUMBER
+                  and a0.dtype in fast_float):
+                # float tensor with a Python number: the number is weak, NumPy keeps the dtype
+                r = ufunc(a0._data, args[1])
+                rdt = fast_dtype[a0.dtype]
+            elif (nin == 2 and not attrs and ufunc is not None and not errstate
+                  and not tensor_only and type(a0) in _PY_NUMBER and isinstance(args[1], Tensor)
+                  and args[1].dtype in fast_float):
+                r = ufunc(a0, args[1]._data)
+                rdt = fast_dtype[args[1].dtype]
+            else:
+                r, rdt = compute(args, attrs)
+            result = wrap(r, rdt)
+            if state.enabled and op.grads:
+                for x in args:
+                    if isinstance(x, Tensor) and x._requires_grad:
+                        graph.record(op, args, result, attrs)
+                        break
+            if out is not None:
+                return copy_into_out(out, result)
+            return result
+        except MetaData:    # an input is a meta tensor: the op's meta rule instead
+            return run_meta(op, args, dict(attrs, out=out) if out is not None else attrs)
 
     def inplace(self, *args, **kwargs):
         if state.modes:
@@ -290,7 +294,10 @@ def make_pointwise(op):
         attrs = _attrs(op, kwargs, defaults) if kwargs else {}
         graph.check_inplace(self)
         check_overlap(self)
-        r, rdt = compute(args, attrs, self)
+        try:
+            r, rdt = compute(args, attrs, self)
+        except MetaData:
+            return run_meta_inplace(op, args, attrs)
         needs_graph = state.enabled and op.grads and any(
             isinstance(x, Tensor) and x._requires_grad for x in args)
         old = graph.snapshot_for_inplace(op, self) if needs_graph else None
@@ -343,7 +350,10 @@ def with_mode_seam(op, fn):
         try:
             if state.modes:
                 return call_mode(op, fn, args, kwargs)
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except MetaData:    # an input is a meta tensor: the op's meta rule instead
+                return run_meta(op, args, kwargs)
         except (AttributeError, OverflowError, IndexError, ValueError, TypeError,
                 RuntimeError) as exc:
             # (free until something raises) what torch's argument parser would have said
@@ -408,6 +418,55 @@ _TENSOR_ARGS = {"other", "mat1", "mat2", "tensor", "tensors", "index", "src", "m
 
 
 _PY_NUMBER = (int, float)
+
+
+# ---- the meta device: an op that meets a meta tensor runs its meta rule ----
+# A meta tensor's array raises MetaData as soon as a kernel computes with it (core/meta.py);
+# the op's entry above catches it, so the cpu path pays for a `try` block only (free in
+# CPython 3.11+). `meta_inplace_hook(op, args, attrs)` is set by ember/ops/meta_rules.py.
+meta_inplace_hook = None
+
+
+def _tensors_in(args, kwargs):
+    for x in tuple(args) + tuple(kwargs.values()):
+        if isinstance(x, Tensor):
+            yield x
+        elif isinstance(x, (list, tuple)):
+            for y in x:
+                if isinstance(y, Tensor):
+                    yield y
+
+
+def check_meta_devices(args, kwargs):
+    """torch's error for meta tensors mixed with cpu tensors (0-dim cpu tensors are allowed,
+    as torch allows them next to tensors of any device)."""
+    expected = None
+    for t in _tensors_in(args, kwargs):
+        meta = type(t._data) is MetaArray
+        if not meta and t._data.ndim == 0:
+            continue
+        dev = "meta" if meta else "cpu"
+        if expected is None:
+            expected = dev
+        elif dev != expected:
+            raise device_mismatch(dev, expected)
+
+
+def run_meta(op, args, kwargs):
+    """Run `op`'s meta rule (OpDef.meta) on `args`, which hold a meta tensor."""
+    check_meta_devices(args, kwargs)
+    rule = getattr(op, "meta", None)
+    if rule is None:
+        name = getattr(op, "name", op)
+        raise NotImplementedError(f"{name}: attempted to run this operator with Meta tensors, "
+                                  "but there was no meta rule registered (ember has no "
+                                  "data-independent implementation of it)")
+    return rule(*args, **kwargs)
+
+
+def run_meta_inplace(op, args, attrs):
+    check_meta_devices(args, attrs)
+    return meta_inplace_hook(op, args, attrs)
 
 
 def _bind(op, args, kwargs):

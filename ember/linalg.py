@@ -612,3 +612,17 @@ for _name, _f in (("inverse", inv), ("det", det), ("slogdet", slogdet), ("logdet
                   ("cholesky", _torch_cholesky), ("qr", _torch_qr)):
     register(OpDef(_name, EXTERN, amp=FP32 if _name == "pinverse" else None,
                    jvp=_JVP.get(_f)), _alias(_f), names=(_name,))
+
+# meta rules (ember/ops/meta_rules.py): batch dims and matrix dims from the metadata
+from .ops import meta_rules as _M  # noqa: E402
+from .ops.registry import OPS as _OPS  # noqa: E402
+for _name, _rule in (("linalg_inv", _M.square_matrix("linalg.inv")),
+                     ("inverse", _M.square_matrix("linalg.inv")),
+                     ("linalg_cholesky", _M.square_matrix("linalg.cholesky")),
+                     ("cholesky", _M.square_matrix("linalg.cholesky")),
+                     ("linalg_solve", _M.linalg_solve), ("det", _M.det), ("logdet", _M.det),
+                     ("slogdet", _M.slogdet), ("linalg_qr", _M.linalg_qr), ("qr", _M.linalg_qr),
+                     ("linalg_svd", _M.linalg_svd), ("linalg_svdvals", _M.svdvals),
+                     ("linalg_eigh", _M.eigh), ("linalg_eigvalsh", _M.eigvalsh),
+                     ("pinverse", _M.pinverse)):
+    _OPS[_name].meta = _rule

@@ -13,6 +13,7 @@ import numpy as np
 
 from .grad_mode import state
 from ..core.tensor import Tensor
+from ..core.meta import MetaArray
 from .graph import AccumulateGrad, edge_of, anomaly_check, report_trace
 
 
@@ -390,8 +391,9 @@ def _make_grads(outputs, grad_outputs, create_graph):
             if not t.dtype.is_floating_point:
                 raise RuntimeError(f"grad can be implicitly created only for real scalar "
                                    f"outputs but got {t.dtype}")
-            if t._data.ndim == 0 and not state.modes:
-                # the usual `loss.backward()`: a 0-d one, made directly (ones_like's result)
+            if t._data.ndim == 0 and not state.modes and type(t._data) is not MetaArray:
+                # the usual `loss.backward()`: a 0-d one, made directly (ones_like's result;
+                # a meta loss gets ones_like's meta one)
                 g = Tensor._make(np.array(1, t.dtype.np), t.dtype)
                 g._inference = state.inference
             else:

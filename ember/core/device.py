@@ -45,8 +45,39 @@ class device:
             return f"device(type='{self.type}')"
         return f"device(type='{self.type}', index={self.index})"
 
+    # ``with ember.device("meta"):`` makes this the default device of factories (and so of
+    # module construction) inside the block, as torch's device context does
+    def __enter__(self):
+        _entered.append(_default[0])
+        _default[0] = self
+        return self
+
+    def __exit__(self, *exc):
+        _default[0] = _entered.pop()
+        return False
+
 
 CPU = device("cpu")
+_default = [None]      # the default device of factories (None: cpu)
+_entered = []          # the defaults that `with device(...)` blocks replaced
+
+
+def set_default_device(d):
+    """Make `d` the device factories use when given none: ``ember.set_default_device("meta")``
+    (``None`` restores cpu)."""
+    _default[0] = None if d is None else to_device(d)
+
+
+def get_default_device():
+    """The device factories use when given none (``device(type='cpu')`` by default)."""
+    return _default[0] or CPU
+
+
+def resolve_device(d):
+    """A factory's `device` argument as a device: the default device when None."""
+    if d is None:
+        return _default[0] or CPU
+    return to_device(d)
 
 
 def to_device(d):

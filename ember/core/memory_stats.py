@@ -29,6 +29,7 @@ import numpy as np
 
 from . import tensor as _tensor
 from .storage import Storage
+from .meta import MetaArray
 
 _ndarray = np.ndarray
 SMALL_BLOCK = 1 << 20          # torch's small pool holds blocks up to 1 MiB
@@ -113,9 +114,10 @@ def track(arr):
     """Count `arr`'s owning array once (installed as tensor.memory_hook while enabled).
     It runs for every new tensor while counting is on, hence the flat code."""
     global _serial, _cur, _peak, _alloc, _speak, _cpeak, _scpeak
-    if type(arr) is not _ndarray and not isinstance(arr, _ndarray):
+    if type(arr) is not _ndarray and (not isinstance(arr, _ndarray) or type(arr) is MetaArray):
         # no memory of its own: a vmap BatchedTensor's metadata placeholder (its physical
-        # tensor is counted), or a NumPy scalar some path left as a tensor's data
+        # tensor is counted), a NumPy scalar some path left as a tensor's data, or a meta
+        # tensor's array (ember/core/meta.py)
         return
     root = arr if arr.base is None else owner_of(arr)
     key = id(root)

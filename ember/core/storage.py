@@ -18,6 +18,9 @@ class Storage:
 
     @property
     def device(self):
+        from .meta import MetaArray, META
+        if type(self.data) is MetaArray:
+            return META
         from .device import CPU
         return CPU
 
@@ -28,6 +31,9 @@ class Storage:
         return self.data.size
 
     def data_ptr(self):
+        from .meta import MetaArray
+        if type(self.data) is MetaArray:
+            return 0    # torch: a meta storage has no address
         return self.data.ctypes.data if self.data.size else 0
 
     def __len__(self):
@@ -43,13 +49,13 @@ def storage_for(arr):
     if arr.flags.c_contiguous and arr.base is None:
         return Storage(arr.reshape(-1))
     if arr.size == 0:  # an empty buffer at arr's address, so views keep their offsets
-        return Storage(as_strided(arr, shape=(0,), strides=(item,)))
+        return Storage(as_strided(arr, shape=(0,), strides=(item,), subok=True))
     span = 1
     for size, st in zip(arr.shape, arr.strides):
         if st < 0 or st % item:
             raise ValueError("cannot view an array with negative or unaligned strides")
         span += (size - 1) * (st // item)
-    return Storage(as_strided(arr, shape=(span,), strides=(item,)))
+    return Storage(as_strided(arr, shape=(span,), strides=(item,), subok=True))
 
 
 def offset_in(storage, arr):

@@ -252,10 +252,11 @@ def strided_view(arr, shape, stride):
     """A backend view of `arr`'s memory with element strides `stride` (from arr's start)."""
     item = arr.itemsize
     strides = tuple(s * item for s in stride)
-    if arr.flags.c_contiguous and arr.size:
+    if arr.flags.c_contiguous and arr.size and type(arr) is np.ndarray:
         # np.ndarray over the buffer is ~5x cheaper than as_strided, and still aliases `arr`
         return np.ndarray(tuple(shape), arr.dtype, buffer=arr, strides=strides)
-    return _np_as_strided(arr, shape=tuple(shape), strides=strides, writeable=True)
+    # subok: a view of a meta array (ember/core/meta.py) stays one
+    return _np_as_strided(arr, shape=tuple(shape), strides=strides, writeable=True, subok=True)
 
 
 def storage_positions(t):

@@ -14,6 +14,8 @@ from .device import CPU, to_device
 from .storage import Storage, storage_for, offset_in
 from .strides import is_contiguous as _is_contiguous, wrap_dim, contiguous_strides
 from .strides import is_channels_last_contiguous
+from .meta import MetaArray, META
+from . import meta as _meta
 from numpy.lib.stride_tricks import as_strided as _as_strided
 
 
@@ -183,6 +185,8 @@ class Tensor:
         return self._data.size * self.dtype.itemsize
 
     def data_ptr(self):
+        if type(self._data) is MetaArray:
+            return 0
         return self._data.ctypes.data if self._data.size else 0
 
     def untyped_storage(self):
@@ -196,7 +200,7 @@ class Tensor:
 
     @property
     def device(self):
-        return CPU
+        return META if type(self._data) is MetaArray else CPU
 
     @property
     def is_cuda(self):
@@ -204,11 +208,12 @@ class Tensor:
 
     @property
     def is_cpu(self):
-        return True
+        return type(self._data) is not MetaArray
 
     @property
     def is_meta(self):
-        return False
+        """True for a tensor on the meta device (shape, dtype and strides, no data)."""
+        return type(self._data) is MetaArray
 
     @property
     def layout(self):
@@ -303,12 +308,16 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted "
                                "to Scalar")
+        if type(self._data) is MetaArray:
+            raise _meta.item_error()
         v = self._data.reshape(()).item() if self._data.ndim else self._data.item()
         return float(v) if self.dtype is _dt.bfloat16 else v
 
     def tolist(self):
         if data_access_hooks:
             _data_access(self, "tolist()")
+        if type(self._data) is MetaArray:
+            raise _meta.copy_out_error()
         if self.dtype is _dt.bfloat16:
             return self._data.astype(np.float32).tolist()
         return self._data.tolist()
@@ -316,6 +325,8 @@ class Tensor:
     def numpy(self, *, force=False):
         if data_access_hooks:
             _data_access(self, "numpy()")
+        if type(self._data) is MetaArray:
+            raise _meta.numpy_error()
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
@@ -334,6 +345,8 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         if data_access_hooks:
             _data_access(self, "__array__ (a call into NumPy)")
+        if type(self._data) is MetaArray:
+            raise _meta.numpy_error()
         if dtype is not None:
             return self._data.astype(dtype)
         return self._data
@@ -353,6 +366,8 @@ class Tensor:
             _data_access(self, "bool()")
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        if type(self._data) is MetaArray:
+            raise _meta.item_error()
         return bool(self._data.reshape(())[()])
 
     def __float__(self):
@@ -360,6 +375,8 @@ class Tensor:
             _data_access(self, "float()")
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if type(self._data) is MetaArray:
+            raise _meta.item_error()
         return float(self._data.reshape(())[()])
 
     def __int__(self):
@@ -367,6 +384,8 @@ class Tensor:
             _data_access(self, "int()")
         if self._data.size != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if type(self._data) is MetaArray:
+            raise _meta.item_error()
         return int(self._data.reshape(())[()])
 
     def __index__(self):
@@ -375,6 +394,8 @@ class Tensor:
         if self.dtype.is_floating_point or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an "
                             "index")
+        if type(self._data) is MetaArray:
+            raise _meta.item_error()
         return int(self._data.reshape(())[()])
 
     def __complex__(self):
@@ -386,6 +407,8 @@ class Tensor:
     def __repr__(self, *, tensor_contents=None):
         if data_access_hooks:
             _data_access(self, "printing")
+        if type(self._data) is MetaArray:
+            return _meta.meta_repr(self)
         from .printing import tensor_repr
         return tensor_repr(self)
 
@@ -404,6 +427,9 @@ class Tensor:
         return self._data.__dlpack_device__()
 
     def __reduce_ex__(self, proto):
+        if type(self._data) is MetaArray:
+            return (_rebuild_meta, (tuple(self._data.shape), self.stride(),
+                                         self.dtype.name, self._requires_grad))
         return (_rebuild, (self._data.copy(), self.dtype.name, self._requires_grad))
 
     def __deepcopy__(self, memo):
@@ -411,7 +437,8 @@ class Tensor:
             raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) "
                                "support the deepcopy protocol at the moment.")
         t = type(self).__new__(type(self))
-        _init(t, self._data.copy(), self.dtype)
+        _init(t, self._data.copy() if type(self._data) is not MetaArray else
+              _meta.meta_array(self._data.shape, self._data.dtype, self.stride()), self.dtype)
         t._requires_grad = self._requires_grad
         if self.grad is not None:
             t.grad = self.grad.__deepcopy__(memo)
@@ -449,7 +476,8 @@ def _torch_empty_strides(arr):
     """NumPy gives empty arrays zero strides; PyTorch gives them contiguous ones (sizes of 0
     counting as 1). Views of the result keep these, as PyTorch's views do."""
     item = arr.itemsize
-    return _as_strided(arr, arr.shape, tuple(s * item for s in contiguous_strides(arr.shape)))
+    return _as_strided(arr, arr.shape, tuple(s * item for s in contiguous_strides(arr.shape)),
+                       subok=True)    # subok: an empty meta array stays one
 
 
 def _rebuild(arr, dtype_name, requires_grad):
@@ -467,6 +495,21 @@ def make_view(base, arr):
     t._base = base if base._base is None else base._base
     t._inference = base._inference
     return t
+
+
+def empty_meta(shape, dtype, strides=None, offset=0, requires_grad=False):
+    """A new tensor on the meta device (ember/core/meta.py): `shape`, ember dtype `dtype`,
+    element `strides` (contiguous when None), no data."""
+    t = _new(Tensor)
+    _init(t, _meta.meta_array(shape, dtype.np, strides, offset), dtype)
+    if requires_grad:
+        t.requires_grad = True
+    return t
+
+
+def _rebuild_meta(shape, strides, dtype_name, requires_grad):
+    """Unpickle a meta tensor (pickling keeps its metadata, as torch's does)."""
+    return empty_meta(shape, _dt._NAMES[dtype_name], strides, requires_grad=requires_grad)
 
 
 def is_tensor(obj):

@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from ..core.meta import MetaData, MetaArray
+from ..ops.meta_rules import out_array
 from ..dispatch import wrap, with_mode_seam
 from ..ops.matmul import record_fn, kernel_array
 
@@ -45,6 +47,8 @@ def _pad_array(a, pads, value=0):
     """`a` with its trailing len(pads) dims padded by (lo, hi) pairs (a copy only if needed)."""
     if not any(lo or hi for lo, hi in pads):
         return a
+    if type(a) is MetaArray:    # writing a meta array into a NumPy one would read no data
+        raise MetaData("padding a meta tensor")
     lead = a.ndim - len(pads)
     shape = a.shape[:lead] + tuple(s + lo + hi for s, (lo, hi) in zip(a.shape[lead:], pads))
     out = np.full(shape, value, dtype=a.dtype)
@@ -112,6 +116,8 @@ def _bmm(a, b):
     batched matmul falls back to a slow loop for transposed ones)."""
     if a.shape[0] == 1:
         return (a[0] @ b[0])[None]
+    if type(a) is MetaArray or type(b) is MetaArray:   # (ascontiguousarray would read them)
+        raise MetaData("a product of meta tensors")
     return np.matmul(np.ascontiguousarray(a), np.ascontiguousarray(b))
 
 
@@ -120,10 +126,13 @@ def _conv(x, w, stride, pads, dil, groups):
     a, b = _arr(x), _arr(w)
     ks = b.shape[2:]
     out = _out_size(a.shape[2:], pads, ks, stride, dil)
-    cols = _cols(_pad_array(a, pads), ks, stride, dil, out, groups)
     co = b.shape[0]
-    r = _bmm(b.reshape(groups, co // groups, math.prod(b.shape[1:])), cols)   # (G, Og, N*P)
-    r = np.ascontiguousarray(r.reshape(co, a.shape[0], *out).swapaxes(0, 1))
+    try:
+        cols = _cols(_pad_array(a, pads), ks, stride, dil, out, groups)
+        r = _bmm(b.reshape(groups, co // groups, math.prod(b.shape[1:])), cols)  # (G, Og, N*P)
+        r = np.ascontiguousarray(r.reshape(co, a.shape[0], *out).swapaxes(0, 1))
+    except MetaData:    # meta operands: the result's metadata (ember/ops/meta_rules.py)
+        r = out_array((a.shape[0], co) + tuple(out), a.dtype, x, w)
     res = wrap(r, x.dtype)
 
     def backward(grads, needs, x, w):
@@ -161,11 +170,15 @@ def _conv_tr(g, w, size, stride, pads, dil, groups):
     co, cg = b.shape[:2]
     n, out = a.shape[0], a.shape[2:]
     wt = b.reshape(groups, co // groups, math.prod(b.shape[1:])).transpose(0, 2, 1)  # (G,CgK,Og)
-    cols = _bmm(wt, _gmat(a, groups))                            # (G, Cg*K, N*P)
-    cols = cols.reshape((groups * cg,) + tuple(ks) + (n,) + tuple(out))
-    cols = cols.transpose((1 + nd, 0) + tuple(range(1, 1 + nd)) + tuple(range(2 + nd, 2 + 2 * nd)))
-    padded = tuple(size[i] + pads[i][0] + pads[i][1] for i in range(nd))
-    r = np.ascontiguousarray(_crop(_col2im(cols, padded, stride, dil), pads, size))
+    try:
+        cols = _bmm(wt, _gmat(a, groups))                            # (G, Cg*K, N*P)
+        cols = cols.reshape((groups * cg,) + tuple(ks) + (n,) + tuple(out))
+        cols = cols.transpose((1 + nd, 0) + tuple(range(1, 1 + nd)) +
+                              tuple(range(2 + nd, 2 + 2 * nd)))
+        padded = tuple(size[i] + pads[i][0] + pads[i][1] for i in range(nd))
+        r = np.ascontiguousarray(_crop(_col2im(cols, padded, stride, dil), pads, size))
+    except MetaData:
+        r = out_array((n, groups * cg) + tuple(size), a.dtype, g, w)
     res = wrap(r, g.dtype)
 
     def backward(grads, needs, g, w):
@@ -182,8 +195,11 @@ def _conv_wgrad(x, g, wshape, stride, pads, dil, groups):
     """Adjoint of `_conv` in its weight: sum over batch and positions of g * windows(x)."""
     a, b = _arr(x), _arr(g)
     ks = tuple(wshape[2:])
-    cols = _cols(_pad_array(a, pads), ks, stride, dil, b.shape[2:], groups)
-    r = _bmm(_gmat(b, groups), cols.transpose(0, 2, 1)).reshape(wshape)
+    try:
+        cols = _cols(_pad_array(a, pads), ks, stride, dil, b.shape[2:], groups)
+        r = _bmm(_gmat(b, groups), cols.transpose(0, 2, 1)).reshape(wshape)
+    except MetaData:
+        r = out_array(tuple(wshape), a.dtype, x, g)
     res = wrap(r, x.dtype)
 
     def backward(grads, needs, x, g):

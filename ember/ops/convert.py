@@ -7,6 +7,8 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.device import device as Device, to_device
 from ..core.tensor import Tensor, contiguous_format, preserve_format
+from ..core.meta import MetaArray, copy_out_error
+from ..core.tensor import empty_meta
 from .creation import strided_array, layout_for, wrap_strided
 from ..core import strides as S
 from ..dispatch import wrap, torch_name, checked_scalar, check_overlap
@@ -55,7 +57,16 @@ def to(self, *args, **kwargs):
     """Convert dtype and/or device: ``x.to(ember.float64)``, ``x.to("cpu")``, ``x.to(other)``.
     Returns `self` when nothing changes (unless ``copy=True``)."""
     dtype, dev, copy = _parse_to(args, kwargs)
-    if dev is not None and dev.type != "cpu":
+    meta = type(self._data) is MetaArray
+    if dev is not None and dev.type != ("meta" if meta else "cpu"):
+        if meta:        # meta -> cpu: there is no data to copy (torch's error)
+            raise copy_out_error()
+        if dev.type == "meta":     # cpu -> meta: the metadata, in the same layout
+            return _record(_TO_COPY, (self,), empty_meta(
+                self._data.shape, dtype or self.dtype,
+                S.dense_strides_like(self._data.shape, self.stride())), {"dtype": self.dtype}) \
+                if (dtype or self.dtype).is_floating_point else \
+                empty_meta(self._data.shape, dtype or self.dtype)
         from ..cuda import check_available
         check_available()
     if (dtype is None or dtype is self.dtype) and not copy:
@@ -95,6 +106,9 @@ def _plain(arr):
 
 def _copy_in_layout(t, memory_format):
     arr = t._data
+    if type(arr) is MetaArray:      # a copy of a meta tensor: its metadata in the layout
+        return empty_meta(arr.shape, t.dtype, S.contiguous_strides(arr.shape)
+                          if memory_format is contiguous_format else layout_for(t, memory_format))
     if memory_format in (None, preserve_format, contiguous_format) and _plain(arr):
         return wrap(arr.copy(), t.dtype)
     st = layout_for(t, memory_format)
@@ -118,7 +132,8 @@ def contiguous(self, memory_format=contiguous_format):
     if (self._data.flags.c_contiguous and memory_format is contiguous_format) or \
             self.is_contiguous(memory_format):
         return self
-    if memory_format is contiguous_format:   # the common case: one C-order copy
+    if memory_format is contiguous_format and type(self._data) is not MetaArray:
+        # the common case: one C-order copy
         return _record(_CLONE, (self,), wrap(np.ascontiguousarray(self._data), self.dtype), {})
     return _record(_CLONE, (self,), _copy_in_layout(self, memory_format), {})
 
@@ -136,7 +151,17 @@ def copy_(self, src, non_blocking=False):
     """Copy `src` into `self` in place, broadcasting and converting dtype."""
     graph.check_inplace(self)
     check_overlap(self)      # no copy into an expanded tensor, like PyTorch
+    if isinstance(src, Tensor) and type(src._data) is MetaArray and \
+            type(self._data) is not MetaArray:
+        raise copy_out_error()
     s = src._data if isinstance(src, Tensor) else src
+    if type(self._data) is MetaArray:   # into a meta tensor: nothing to write (torch's no-op)
+        self._bump_version()
+        if state.enabled and isinstance(src, Tensor) and (src._requires_grad or
+                                                          self._requires_grad):
+            graph.record_inplace(_COPY, (self, src if src.dtype is self.dtype else
+                                         to(src, self.dtype)), self, {}, None)
+        return self
     try:
         b = np.broadcast_to(s, self._data.shape)
     except ValueError:
@@ -167,6 +192,9 @@ def fill_(self, value):
         check_overlap(self)   # a tensor value is copied, and copies refuse expanded tensors
     else:
         v = checked_scalar(value, self.dtype)   # like PyTorch: fill_(300) on uint8 raises
+    if type(self._data) is MetaArray:       # nothing to write
+        self._bump_version()
+        return self
     self._data[...] = np.asarray(v).astype(self.dtype.np) if self.dtype is not D.bool_ else \
         bool(v)
     if not (state.inference and self._inference):
@@ -210,6 +238,8 @@ type_.onnx = _ox.as_output_dtype
 
 
 def cpu(self, memory_format=None):
+    if type(self._data) is MetaArray:
+        raise copy_out_error()
     return self
 
 

@@ -11,7 +11,9 @@ import numpy as np
 
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
-from ..core.device import to_device
+from ..core.device import to_device, resolve_device, _default as _default_device
+from ..core.meta import MetaArray
+from ..core.tensor import empty_meta
 from ..core.tensor import Tensor, _init, preserve_format, channels_last, channels_last_3d
 from ..core import strides as S
 from ..core import tensor as _tensor_module
@@ -123,9 +125,24 @@ def _contains_tensor(data):
     return False
 
 
+def on_meta(device):
+    """Whether a factory called with `device` (None: the default device) makes meta tensors."""
+    if device is None:
+        d = _default_device[0]
+        return d is not None and d.type == "meta"
+    return resolve_device(device).type == "meta"
+
+
+def meta_factory(shape, dt, requires_grad=False, strides=None):
+    """A factory's result on the meta device: metadata only, nothing allocated."""
+    return empty_meta(shape, dt, strides, requires_grad=requires_grad)
+
+
 def _finish(arr, dt, requires_grad=False, device=None):
-    if device is not None:
-        dev = to_device(device)
+    if device is not None or _default_device[0] is not None:
+        dev = resolve_device(device)
+        if dev.type == "meta":
+            return meta_factory(arr.shape, dt, requires_grad)
         if dev.type != "cpu":
             from ..cuda import check_available
             check_available()
@@ -238,6 +255,9 @@ def _cannot_allocate(shape, dt):
 def _filled(fill, size, dtype, device, requires_grad, out):
     dt = _dtype_or_default(dtype)
     shape = _size_args(size)
+    if (device is not None or _default_device[0] is not None) and out is None and \
+            on_meta(device):
+        return meta_factory(shape, dt, requires_grad)
     try:
         arr = np.full(shape, fill, dtype=dt.np) if fill else np.zeros(shape, dtype=dt.np)
     except MemoryError:
@@ -278,8 +298,10 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
         if dtype is D.float64:
             dtype = D.get_default_dtype()
     dt = D.to_dtype(dtype)
-    arr = np.full(_size_args((size,) if isinstance(size, int) else (tuple(size),)), fill_value,
-                  dtype=dt.np)
+    shape = _size_args((size,) if isinstance(size, int) else (tuple(size),))
+    if on_meta(device):
+        return meta_factory(shape, dt, requires_grad)
+    arr = np.full(shape, fill_value, dtype=dt.np)
     return _finish(arr, dt, requires_grad, device)
 
 
@@ -314,18 +336,23 @@ def wrap_strided(arr, dt):
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
     """A tensor with the given sizes and strides (ember zero-fills it)."""
     dt = _dtype_or_default(dtype)
+    if on_meta(device):
+        return meta_factory(_size_args((tuple(size),)), dt, requires_grad, tuple(stride))
     t = wrap_strided(strided_array(_size_args((tuple(size),)), tuple(stride), dt.np), dt)
     if requires_grad:
         t.requires_grad = True
     return t
 
 
-def _like(input, dtype, fill, requires_grad, memory_format=None):
+def _like(input, dtype, fill, requires_grad, memory_format=None, device=None):
     dt = D.to_dtype(dtype) if dtype is not None else input.dtype
     a = input._data
     plain = a.flags.c_contiguous and a.size and 1 not in a.shape and \
         memory_format not in (channels_last, channels_last_3d)
     st = None if plain else layout_for(input, memory_format)  # a dense layout is kept, etc.
+    # the result lives on `device`, else on input's device (a meta input: a meta result)
+    if (to_device(device).type == "meta") if device is not None else type(a) is MetaArray:
+        return meta_factory(a.shape, dt, requires_grad, st)
     if plain or (a.size and st == S.contiguous_strides(a.shape)):
         if fill:
             arr = np.empty(a.shape, dt.np)      # empty + fill: np.full's work, in C alone
@@ -346,22 +373,22 @@ def _finish_like(arr, dt, requires_grad):
 
 def zeros_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(input, dtype, 0, requires_grad, memory_format)
+    return _like(input, dtype, 0, requires_grad, memory_format, device)
 
 
 def ones_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    return _like(input, dtype, 1, requires_grad, memory_format)
+    return _like(input, dtype, 1, requires_grad, memory_format, device)
 
 
 def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=False,
                memory_format=None):
-    return _like(input, dtype, 0, requires_grad, memory_format)
+    return _like(input, dtype, 0, requires_grad, memory_format, device)
 
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
-    return _like(input, dtype, fill_value, requires_grad, memory_format)
+    return _like(input, dtype, fill_value, requires_grad, memory_format, device)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False,
@@ -447,23 +474,28 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, la
 
 # ---- new_* methods take dtype/device from self ----
 def new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                  device=device or self.device)
 
 
 def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return zeros(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                 device=device or self.device)
 
 
 def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return ones(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                device=device or self.device)
 
 
 def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return empty(*size, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                 device=device or self.device)
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                device=device or self.device)
 
 
 register_each(globals(), CREATION, (

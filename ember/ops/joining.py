@@ -14,6 +14,9 @@ from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
+import builtins
+from ..core.meta import MetaData
+from . import meta_rules as M
 from .registry import OpDef, COMPOSITE, EXTERN, LINEAR, register, register_each, METHODS
 from . import batch_rules as _br
 from .registry import OPS
@@ -66,7 +69,12 @@ def cat(tensors, dim=0, *, out=None):
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. "
                                    f"Expected size {ref._data.shape[k]} but got size "
                                    f"{t._data.shape[k]} for tensor number {i} in the list.")
-    r = np.concatenate([t._data.astype(dt.np, copy=False) for t in live], axis=d)
+    try:
+        r = np.concatenate([t._data.astype(dt.np, copy=False) for t in live], axis=d)
+    except MetaData:    # meta inputs: the result's metadata (ember/ops/meta_rules.py)
+        shape = list(ref._data.shape)
+        shape[d] = builtins.sum(t._data.shape[d] for t in live)
+        r = M.out_array(shape, dt.np, *tensors)
     return _cat_graph(tensors, live, wrap(r, dt), d, out)
 
 
@@ -115,7 +123,11 @@ def stack(tensors, dim=0, *, out=None):
     dt = tensors[0].dtype
     for t in tensors[1:]:
         dt = D.promote_types(dt, t.dtype)
-    result = wrap(np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d), dt)
+    try:
+        r = np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d)
+    except MetaData:
+        r = M.out_array(shape[:d] + (len(tensors),) + shape[d:], dt.np, *tensors)
+    result = wrap(r, dt)
     if state.enabled and dt.is_floating_point and any(t._requires_grad for t in tensors):
         node = _StackNode.__new__(_StackNode)
         node._setup(tuple(graph.edge_of(t) for t in tensors),
@@ -240,7 +252,10 @@ def flip(input, dims):
         wd = ()
     else:
         wd = S.wrap_dims(dims, input.dim())
-    r = np.flip(input._data, wd).copy() if wd else input._data.copy()
+    try:
+        r = np.flip(input._data, wd).copy() if wd else input._data.copy()
+    except MetaData:
+        r = M.out_array(input._data.shape, input._data.dtype, input)
     return finish(_FLIP, (input,), r, input.dtype, {"dims": wd})
 
 
@@ -271,7 +286,10 @@ def roll(input, shifts, dims=None):
         raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:"
                            f"{len(dims)}")
     a = input._data
-    if not dims:
+    if type(a) is M.MetaArray:
+        r = M.out_array(a.shape, a.dtype, input, like=None if not dims else input)
+        dims = tuple(S.wrap_dim(d, a.ndim) for d in dims)
+    elif not dims:
         r = np.roll(a.reshape(-1), shifts[0]).reshape(a.shape)
     else:
         wd = tuple(S.wrap_dim(d, a.ndim) for d in dims)
@@ -324,7 +342,10 @@ def repeat(self, *sizes):
     if any(r < 0 for r in sizes):
         raise RuntimeError(f"Trying to create tensor with negative dimension "
                            f"{min(target)}: {target}")
-    r = np.tile(self._data.reshape(pshape), sizes)
+    try:
+        r = np.tile(self._data.reshape(pshape), sizes)
+    except MetaData:
+        r = M.out_array(target, self._data.dtype, self)
     return finish(_REPEAT, (self,), r, self.dtype, {"reps": sizes, "shape": self._data.shape})
 
 
@@ -426,7 +447,10 @@ _TRIU = OpDef("triu", EXTERN, attrs={"diagonal": 0},
 def _tri(op, np_fn, input, diagonal):
     if input.dim() < 2:
         raise RuntimeError(f"{op.name}: input tensor must have at least 2 dimensions")
-    r = np_fn(input._data, diagonal)
+    try:
+        r = np_fn(input._data, diagonal)
+    except MetaData:
+        r = M.out_array(input._data.shape, input._data.dtype, input)
     return finish(op, (input,), r, input.dtype, {"diagonal": diagonal})
 
 
@@ -540,6 +564,7 @@ METHODS["triu_"] = lambda self, diagonal=0: self.copy_(triu(self, diagonal))
 OPS["flip"].batch = _br.dims_batch(("dims", 1, None))
 OPS["roll"].batch = _br.dims_batch(("dims", 2, None))
 OPS["rot90"].batch = _br.dims_batch(("dims", 2, (0, 1)))
+OPS["rot90"].meta = M.rot90     # meta rule (ember/ops/meta_rules.py)
 OPS["fliplr"].batch = lambda v, args, kwargs: args[0].flip(2) if v.logical_dim(args[0]) >= 2 \
     else NotImplemented
 OPS["flipud"].batch = lambda v, args, kwargs: args[0].flip(1) if v.logical_dim(args[0]) >= 1 \

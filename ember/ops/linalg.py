@@ -13,6 +13,7 @@ from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
+from . import meta_rules as M
 from .registry import (OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, LINEAR, MULTILINEAR,
                        register, register_each)
 from .registry import OPS
@@ -405,3 +406,6 @@ einsum = register(OpDef("einsum", COMPOSITE, method=False, amp=_einsum_amp, jvp=
 OPS["cdist"].batch = _br.leading
 OPS["einsum"].batch = _br.loop
 OPS["ger"].batch = _br.decompose
+# meta rules (ember/ops/meta_rules.py)
+OPS["cdist"].meta = M.cdist
+OPS["cross"].meta = M.cross

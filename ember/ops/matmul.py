@@ -20,6 +20,8 @@ from ..dispatch import wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, LOWER_PRECISION, MULTILINEAR, register, register_each
+from ..core.meta import MetaData
+from . import meta_rules as M
 from .registry import OPS
 from . import batch_rules as _br
 
@@ -148,7 +150,20 @@ def _product(op, input, other):
     except ValueError:
         _matmul_error(input._data, other._data)
         raise
+    except MetaData:    # meta operands: the product's metadata, and its node
+        return _meta_product(op, (input, other), M.matmul_shape(input, other, _matmul_error),
+                             input.dtype)
     return finish(op, (input, other), r, input.dtype)
+
+
+def _meta_product(op, args, shape, dt, attrs=None):
+    """The meta result of a product (the cpu kernel's result is C-contiguous too)."""
+    dispatch.check_meta_devices(args, {})
+    res = M.result(shape, dt)
+    if state.enabled and dt.is_floating_point and any(
+            isinstance(a, Tensor) and a._requires_grad for a in args):
+        graph.record(op, args, res, attrs or {})
+    return res
 
 
 _FAST_MATMUL = (D.float32, D.float64)
@@ -188,6 +203,9 @@ def matmul(input, other, *, out=None):
         except ValueError:
             _matmul_error(input._data, other._data)
             raise
+        except MetaData:
+            return _meta_product(_MATMUL, (input, other),
+                                 M.matmul_shape(input, other, _matmul_error), input.dtype)
         res = wrap(r, input.dtype)
         if (input._requires_grad or other._requires_grad) and state.enabled:
             graph.record(_MATMUL, (input, other), res, {})
@@ -344,16 +362,20 @@ def _add_product(name, input, a, b, beta, alpha, prod_shape, out):
         raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     input.expand(prod_shape)   # raises PyTorch's message when input does not broadcast
     x, y = kernel_array(a), kernel_array(b)
-    if name == "addbmm":   # sum_b a[b] @ b[b] as one GEMM: (n, b*m) @ (b*m, p)
-        bt, n, m = x.shape
-        p = np.matmul(x.transpose(1, 0, 2).reshape(n, bt * m), y.reshape(bt * m, -1))
-    else:
-        p = np.matmul(x, y)
-    if alpha != 1:
-        p = p * alpha
-    if beta != 0:
-        inp = kernel_array(input)
-        p = p + (inp * beta if beta != 1 else inp)
+    try:
+        if name == "addbmm":   # sum_b a[b] @ b[b] as one GEMM: (n, b*m) @ (b*m, p)
+            bt, n, m = x.shape
+            p = np.matmul(x.transpose(1, 0, 2).reshape(n, bt * m), y.reshape(bt * m, -1))
+        else:
+            p = np.matmul(x, y)
+        if alpha != 1:
+            p = p * alpha
+        if beta != 0:
+            inp = kernel_array(input)
+            p = p + (inp * beta if beta != 1 else inp)
+    except MetaData:    # meta operands: the product's metadata, and its node
+        return _out(_meta_product(_ADD_OPS[name], (input, a, b), prod_shape, input.dtype,
+                                  {"beta": beta, "alpha": alpha}), out)
     p = np.broadcast_to(p, prod_shape)
     r = finish(_ADD_OPS[name], (input, a, b), np.ascontiguousarray(p), input.dtype,
                {"beta": beta, "alpha": alpha})
@@ -508,7 +530,7 @@ _WEIGHT_T = weakref.WeakKeyDictionary()   # Storage -> (version, array, layout, 
 
 def _weight_t(weight, w, a):
     if a.ndim == 0 or a.size > _FEW_ROWS * a.shape[-1] or w.dtype.kind != "f" or \
-            (state.enabled and weight._requires_grad):
+            (state.enabled and weight._requires_grad) or type(w) is M.MetaArray:
         return w.T
     st = weight._storage_obj()
     hit = _WEIGHT_T.get(st)
@@ -542,7 +564,13 @@ def linear(input, weight, bias=None):
     a, w = kernel_array(input), kernel_array(weight)
     if a.shape[-1] != w.shape[1]:
         _matmul_error(a, w.T)
-    r = _matmul_arrays(a, _weight_t(weight, w, a))
+    try:
+        r = _matmul_arrays(a, _weight_t(weight, w, a))
+    except MetaData:
+        args = (input, weight, bias)
+        if bias is not None:
+            S.broadcast_shapes(tuple(bias.shape), a.shape[:-1] + (w.shape[0],))
+        return _meta_product(_LINEAR, args, a.shape[:-1] + (w.shape[0],), input.dtype)
     if bias is not None:
         r += kernel_array(bias)
     args = (input, weight, bias)

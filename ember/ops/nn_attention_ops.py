@@ -17,6 +17,7 @@ from .. import dispatch
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
+from ..core.meta import MetaData
 from .registry import LOWER_PRECISION
 from . import batch_rules as _br
 from .nn_ops import E, FLOATS, FusedKernel, composite, under_mode, softmax
@@ -29,7 +30,8 @@ def _mask_to_bias(mask, dtype, true_means_keep):
         return None
     if mask.dtype == D.bool_:
         blocked = mask if not true_means_keep else mask.logical_not()
-        return E.zeros(mask.shape, dtype=dtype).masked_fill(blocked, float("-inf"))
+        return E.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(blocked,
+                                                                              float("-inf"))
     return mask.to(dtype)
 
 
@@ -73,13 +75,13 @@ def _sdpa_decomp(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
         # the causal mask as floats (what a compiled graph fuses into one vectorised kernel:
         # no boolean select, and no exp of -inf, whose subnormal path is ~100x slower);
         # masked probabilities come out exactly 0, as with masked_fill(-inf)
-        keep = E.ones((L, S), dtype=query.dtype).tril()
+        keep = E.ones((L, S), dtype=query.dtype, device=query.device).tril()
         attn = _softmax_of_scores(query.matmul(key.transpose(-2, -1)), keep,
                                   (keep - 1.0) * 1e30, scale)
     else:
         scores = query.matmul(key.transpose(-2, -1)) * scale
         if is_causal:
-            keep = E.ones((L, S), dtype=D.bool_).tril()
+            keep = E.ones((L, S), dtype=D.bool_, device=query.device).tril()
             scores = scores.masked_fill(keep.logical_not(), float("-inf"))
         elif attn_mask is not None:
             scores = scores + _mask_to_bias(attn_mask, scores.dtype, true_means_keep=True)
@@ -139,7 +141,8 @@ def _probs(query, key, scale, is_causal, attn):
     scores = query.matmul(key.transpose(-2, -1)) * scale
     if is_causal:
         L, S = query.shape[-2], key.shape[-2]
-        scores = scores.masked_fill(E.ones((L, S), dtype=D.bool_).triu(1), float("-inf"))
+        upper = E.ones((L, S), dtype=D.bool_, device=query.device).triu(1)
+        scores = scores.masked_fill(upper, float("-inf"))
     return softmax(scores, -1)
 
 
@@ -219,7 +222,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             rep = query._data.shape[-3] // key._data.shape[-3]
             key = key.repeat_interleave(rep, dim=-3)
             value = value.repeat_interleave(rep, dim=-3)
-        return _sdpa_fast(query, key, value, is_causal, scale)
+        try:
+            return _sdpa_fast(query, key, value, is_causal, scale)
+        except MetaData:    # a meta input: the decomposition is its meta rule
+            pass
     return _sdpa_decomp(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 

@@ -21,6 +21,7 @@ from .. import dispatch
 from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
+from ..core.meta import MetaArray, MetaData
 from .registry import FP32
 from . import batch_rules as _br
 from .nn_ops import E, FLOATS, composite, under_mode, decomposing, softmax, log_softmax, \
@@ -93,7 +94,8 @@ def _nll_loss_decomp(input, target, weight=None, size_average=None, ignore_index
     keep = target != ignore_index
     safe = E.where(keep, target, 0)
     t_np = safe._data      # a bounds check only: a compiler trace need not break here
-    if t_np.size and (t_np.min() < 0 or t_np.max() >= c):
+    # (meta targets have no values to check)
+    if t_np.size and type(t_np) is not MetaArray and (t_np.min() < 0 or t_np.max() >= c):
         bad = t_np[(t_np < 0) | (t_np >= c)][0]
         raise IndexError(f"Target {bad} is out of bounds.")
     picked = -input.gather(1, safe.unsqueeze(1)).squeeze(1)
@@ -251,7 +253,10 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     reduction = _legacy_reduction(size_average, reduce, reduction)
     _check_label_smoothing(label_smoothing)
     if _fast_ok(input, target, weight, reduction, label_smoothing):
-        return _cross_entropy_fast(input, target, ignore_index, reduction)
+        try:
+            return _cross_entropy_fast(input, target, ignore_index, reduction)
+        except MetaData:    # a meta input: the composition is its meta rule
+            pass
     return _cross_entropy_composition(input, target, weight, ignore_index, reduction,
                                       label_smoothing)
 

@@ -23,7 +23,8 @@ import numpy as np
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap
+from ..dispatch import wrap, run_meta
+from ..core.meta import MetaData, MetaArray
 from ..autograd.grad_mode import state, call_mode, no_grad
 from ..autograd import graph
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS, register
@@ -89,7 +90,10 @@ def composition(name, fn, **fields):
     def dispatched(*args, **kwargs):
         if state.modes and getattr(state.modes[-1], "observing", False):
             return call_mode(op, fn, args, kwargs)
-        return fn(*args, **kwargs)
+        try:
+            return fn(*args, **kwargs)
+        except MetaData:     # a meta input met NumPy in `fn`: the op's meta rule
+            return run_meta(op, args, kwargs)
     dispatched.__doc__ = fn.__doc__
     dispatched.__wrapped__ = fn
     dispatched._dispatches = True
@@ -282,7 +286,10 @@ def gelu(input, approximate="none"):
         return under_mode(GELU, gelu, (input, approximate))
     if approximate == "none" and not state.autocast_enabled and isinstance(input, Tensor) \
             and input.dtype in FLOATS:
-        return _gelu_fast(input)
+        try:
+            return _gelu_fast(input)
+        except MetaData:    # a meta input: the decomposition is its meta rule
+            pass
     return _gelu_decomp(input, approximate)
 
 
@@ -447,7 +454,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     shape = _norm_shape(normalized_shape)
     dims = _check_norm_shape(input, shape)
     if _layer_norm_fast_ok(input, weight, bias, shape):
-        return _layer_norm_fast(input, weight, bias, dims, eps)
+        try:
+            return _layer_norm_fast(input, weight, bias, dims, eps)
+        except MetaData:    # a meta input: the decomposition is its meta rule
+            pass
     return _layer_norm_decomp(input, normalized_shape, weight, bias, eps)
 
 
@@ -511,7 +521,7 @@ def _embedding_checks(input, weight, padding_idx, max_norm, norm_type, scale_gra
             assert padding_idx >= -n, "Padding_idx must be within num_embeddings"
             padding_idx = n + padding_idx
     idx = None
-    if input.numel():
+    if input.numel() and type(input._data) is not MetaArray:     # (meta: no values)
         # the bounds check reads the indices directly (a compiler trace does not break on
         # it: it only raises); the per-index counts shape the result, so they read via
         # numpy(), which a trace sees as a graph break
@@ -543,7 +553,8 @@ def _embedding_decomp(input, weight, padding_idx=None, max_norm=None, norm_type=
 
 def _embedding_grad(g, indices, shape):
     d = shape[1]
-    return E.zeros(shape, dtype=g.dtype).index_add(0, indices.reshape(-1), g.reshape(-1, d))
+    return E.zeros(shape, dtype=g.dtype, device=g.device).index_add(0, indices.reshape(-1),
+                                                                   g.reshape(-1, d))
 
 
 def _embedding_fast(input, weight):
@@ -568,7 +579,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if padding_idx is None and not scale_grad_by_freq and isinstance(weight, Tensor) and \
             weight._data.ndim == 2:
         _embedding_checks(input, weight, None, max_norm, norm_type, False)
-        return _embedding_fast(input, weight)
+        try:
+            return _embedding_fast(input, weight)
+        except MetaData:    # a meta input: the decomposition is its meta rule
+            pass
     return _embedding_decomp(input, weight, padding_idx, max_norm, norm_type,
                              scale_grad_by_freq, sparse)
 

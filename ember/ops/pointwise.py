@@ -247,7 +247,8 @@ def masked_fill(input, mask, value):
         if value.dim() != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "
                                f"tensor with {value.dim()} dimension(s).")
-        checked_scalar(value.item(), input.dtype)
+        if not value.is_meta:       # (a meta value has no number to check)
+            checked_scalar(value.item(), input.dtype)
         v = value.to(input.dtype)
     else:
         v = dispatch.wrap(np.asarray(checked_scalar(value, input.dtype)).astype(input.dtype.np),

@@ -232,7 +232,7 @@ def _erfc_kernel(xp, a):
 
 def _erfinv_kernel(xp, a):
     """Inverse error function: an initial guess refined by Newton steps on math.erf."""
-    x64 = np.asarray(a, np.float64)
+    x64 = a.astype(np.float64, copy=False)      # (astype: a meta array raises, as it must)
     with np.errstate(all="ignore"):
         w = np.log((1.0 - x64) * (1.0 + x64))   # ln(1 - x^2) <= 0 in the initial guess
         y = np.sign(x64) * np.sqrt(np.sqrt((2 / (math.pi * 0.147) + w / 2) ** 2 - w / 0.147)

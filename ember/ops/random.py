@@ -11,7 +11,10 @@ import numpy as np
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from .creation import _size_args, _sizes, _finish, _dtype_or_default
+from .creation import _size_args, _sizes, _finish, _dtype_or_default, on_meta, meta_factory
+from ..core.meta import MetaArray
+from . import meta_rules as M
+from .registry import OPS
 from .registry import OpDef, RANDOM, register, register_each, METHODS
 
 
@@ -93,6 +96,8 @@ def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_gr
          layout=None, pin_memory=False):
     """Uniform samples on [0, 1)."""
     dt = _float_dtype(dtype, "check_uniform_bounds")
+    if on_meta(device):     # nothing drawn: the generator does not move (as in torch)
+        return meta_factory(_size_args(_sizes(sizes, size)), dt, requires_grad)
     arr = _rng(generator).random(_size_args(_sizes(sizes, size)), dtype=np.float64)
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
@@ -101,6 +106,8 @@ def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_g
           layout=None, pin_memory=False):
     """Standard normal samples."""
     dt = _float_dtype(dtype, "normal_kernel_cpu")
+    if on_meta(device):
+        return meta_factory(_size_args(_sizes(sizes, size)), dt, requires_grad)
     arr = _rng(generator).standard_normal(_size_args(_sizes(sizes, size)))
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
@@ -116,6 +123,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
     dt = D.to_dtype(dtype) if dtype is not None else D.int64
+    if on_meta(device):
+        return meta_factory(_size_args((size,)), dt, requires_grad)
     arr = _rng(generator).integers(low, high, _size_args((size,)))
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
@@ -131,18 +140,19 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
     return rand(input.shape, dtype=dtype or input.dtype, generator=generator,
-                requires_grad=requires_grad)
+                requires_grad=requires_grad, device=kw.get("device") or input.device)
 
 
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
     return randn(input.shape, dtype=dtype or input.dtype, generator=generator,
-                 requires_grad=requires_grad)
+                 requires_grad=requires_grad, device=kw.get("device") or input.device)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, generator=None, **kw):
     if high is None:
         low, high = 0, low
-    return randint(low, high, input.shape, dtype=dtype or input.dtype, generator=generator)
+    return randint(low, high, input.shape, dtype=dtype or input.dtype, generator=generator,
+                   device=kw.get("device") or input.device)
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None, **kw):
@@ -205,6 +215,22 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
 
 
 # ---- in-place samplers (Tensor methods) ----
+def _meta_noop(sampler):
+    """An in-place sampler on a meta tensor draws nothing (torch's are no-ops there too): it
+    keeps self's metadata and moves its version counter."""
+    def on_meta(self, *args, **kwargs):
+        if type(self._data) is not MetaArray:
+            return sampler(self, *args, **kwargs)
+        from ..autograd.graph import check_inplace
+        check_inplace(self)
+        self._bump_version()
+        return self
+    on_meta.__name__ = on_meta.__qualname__ = sampler.__name__
+    on_meta.__doc__ = sampler.__doc__
+    on_meta.__wrapped__ = sampler
+    return on_meta
+
+
 def _fill(self, arr):
     from ..autograd.graph import check_inplace
     check_inplace(self)
@@ -296,6 +322,11 @@ def _no_tangent(tan, result, self, *args, **kwargs):
 
 for _f in (uniform_, normal_, bernoulli_, random_, exponential_, cauchy_, log_normal_,
            geometric_):
+    _f = _meta_noop(_f)
     _f.jvp = _no_tangent
     _f._impure = True        # random: vmap's randomness modes apply (methods with no OpDef)
     METHODS[_f.__name__] = _f
+# meta rules (ember/ops/meta_rules.py): nothing is drawn on meta
+OPS["bernoulli"].meta = M.bernoulli
+OPS["normal"].meta = M.normal
+OPS["multinomial"].meta = OPS["multinomial_m"].meta = M.multinomial

@@ -193,7 +193,8 @@ def select_values(op, input, idx, dim, keepdim):
     vals = a if a.ndim == 0 else np.take_along_axis(a, idx, dim)
     if not keepdim and a.ndim:
         vals = np.squeeze(vals, dim)
-    out = wrap(np.array(vals, copy=True), input.dtype)
+    # (.copy() for 0-d: a meta array's copy is meta, np.array's would not be)
+    out = wrap(vals.copy() if vals.ndim == 0 else np.array(vals, copy=True), input.dtype)
     if state.enabled and input._requires_grad and input.dtype.is_floating_point:
         graph.record(op, (input,), out, {"idx": idx, "dim": dim, "shape": a.shape,
                                          "keepdim": keepdim})
@@ -219,7 +220,7 @@ def picked_jvp(dim_at, default):
 def index_tensor(idx, dim, keepdim, ndim):
     if not keepdim and ndim:
         idx = np.squeeze(idx, dim)
-    return wrap(np.array(idx, dtype=np.int64, order="C"), D.int64)
+    return wrap(idx.astype(np.int64, order="C"), D.int64)    # (astype: meta stays meta)
 
 
 # ---- several differentiable outputs ----

@@ -15,7 +15,9 @@ from ..core import dtype as D
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
+from .registry import OPS
 from .registry import OpDef, REDUCTION, FP32, LINEAR, register, register_each
+from . import meta_rules as M
 from . import batch_rules as _br
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
@@ -407,17 +409,62 @@ def _logsumexp_jvp(tan, result, input, dim, keepdim=False, *, out=None):
     return (tan(input) * (input - r).exp()).sum(dim, keepdim=keepdim)
 
 
+# ---- meta rules (ember/ops/meta_rules.py): the result's metadata, and the node ----
+def _record_sum(input, res, dims, keepdim, dim):
+    graph.record(_SUM if dim is None else _SUM_DIM, (input,), res,
+                 {"shape": input._data.shape, "dims": dims, "keepdim": keepdim})
+
+
+def _record_mean(input, res, dims, keepdim, dim):
+    graph.record(_MEAN if dim is None else _MEAN_DIM, (input,), res,
+                 {"shape": input._data.shape, "dims": dims, "keepdim": keepdim,
+                  "n": reduced_count(input._data.shape, dims)})
+
+
+def _var_std_meta(name):
+    def meta(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
+        if not input.dtype.is_floating_point:
+            raise RuntimeError("std and var only support floating point and complex dtypes")
+        dim, correction = _correction(name, dim, unbiased, correction)
+        res, dims = M.reduce_to(input, dim, keepdim, input.dtype)
+        if state.enabled and input._requires_grad:
+            graph.record(_VAR if name == "var" else _STD, (input,), res,
+                         {"dims": dims, "keepdim": keepdim,
+                          "dof": reduced_count(input._data.shape, dims) - correction})
+        return write_out(out, res)
+    return meta
+
+
+def _count_nonzero_meta(input, dim=None):
+    return M.reduce_to(input, dim, False, D.int64)[0]
+
+
+def _logsumexp_meta(input, dim, keepdim=False, *, out=None):
+    dt = input.dtype if input.dtype.is_floating_point else D.get_default_dtype()
+    return write_out(out, M.reduce_to(input, dim, keepdim, dt)[0])
+
+
+_META = {sum: M.reduction(M.sum_dtype, _record_sum),
+         mean: M.reduction(_mean_dtype, _record_mean),
+         nansum: M.reduction(M.sum_dtype), all: M.reduction(M.bool_dtype),
+         any: M.reduction(M.bool_dtype), count_nonzero: _count_nonzero_meta,
+         var: _var_std_meta("var"), std: _var_std_meta("std"), logsumexp: _logsumexp_meta}
+
 # forward mode (autograd/forward_rules.py): sum and mean are linear, the others have rules
 _JVP = {sum: LINEAR, mean: LINEAR, var: _var_jvp, std: _std_jvp, logsumexp: _logsumexp_jvp}
 _ONNX = {sum: _ox.sum_, mean: _ox.mean, all: _ox.all_, any: _ox.any_, var: _ox.var,
          std: _ox.std, logsumexp: _ox.logsumexp}
 for _f in (sum, mean, nansum, nanmean, all, any, count_nonzero, var, std, logsumexp):
     globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f),
+                                            meta=_META.get(_f),
                                             jvp=_JVP.get(_f),
                                             onnx=_ONNX.get(_f)), _f)
 prod = register(OpDef("prod", REDUCTION, amp=FP32,
+                      meta=M.reduction(M.sum_dtype),
                       onnx=_ox.prod), prod)     # autocast: in float32
 register_each(globals(), REDUCTION, (var_mean, std_mean), method=False)
+# meta rules of var_mean / std_mean (ember/ops/meta_rules.py)
+OPS["var_mean"].meta = OPS["std_mean"].meta = M.var_std_mean
 sum_to_size = register(OpDef("sum_to_size", REDUCTION, function=False, jvp=LINEAR,
                              batch=_br.sum_to_size_batch),
                        sum_to_size)

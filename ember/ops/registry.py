@@ -9,6 +9,7 @@ installs it as `ember.<name>`, as the Tensor method and as the in-place `<name>_
 import inspect
 
 from ..dispatch import with_autocast, with_mode_seam
+from . import meta_rules as _meta_rules
 
 # autocast policies (OpDef.amp): run in the autocast dtype, or in float32 with autocast off
 LOWER_PRECISION = "lower_precision"
@@ -142,6 +143,8 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
     if op.amp is not None and not getattr(fn, "_autocasts", False):
         fn = with_autocast(op, fn)
     fn = with_mode_seam(op, fn)
+    if op.meta is None:      # the rule the op's kind gives (ember/ops/meta_rules.py)
+        op.meta = _meta_rules.derived(op)
     OPS[op.name] = op
     op.fn = fn
     if op.lower is not None and op.lower.prim is None:

@@ -13,6 +13,9 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
+from ..core.meta import MetaData
+from . import meta_rules as M
+from .registry import OPS
 from .registry import OpDef, REDUCTION, LINEAR, register, register_each, METHODS
 from .reduce_common import (flip, kernel_dtype, selecting_op, select_values, index_tensor,
                             write_out, sum_dtype as _sum_dtype, picked_jvp)
@@ -29,7 +32,10 @@ def _scan(name, input, dim, dtype, np_fn):
     d = S.wrap_dim(dim, a.ndim)
     dt = _sum_dtype(input, dtype)
     a = a.astype(kernel_dtype(dt), copy=False)
-    r = a.copy() if a.ndim == 0 else np_fn(a, axis=d)
+    try:
+        r = a.copy() if a.ndim == 0 else np_fn(a, axis=d)
+    except MetaData:    # meta input: the result's metadata (ember/ops/meta_rules.py)
+        r = M.out_array(a.shape, a.dtype, input, like=input)
     return wrap(r, dt), d
 
 
@@ -170,3 +176,7 @@ def _logcumsumexp_jvp(tan, result, input, dim, *, out=None):
 logcumsumexp = register(OpDef("logcumsumexp", REDUCTION, jvp=_logcumsumexp_jvp), logcumsumexp)
 METHODS["cumsum_"] = _inplace_scan(cumsum, "cumsum")
 METHODS["cumprod_"] = _inplace_scan(cumprod, "cumprod")
+# meta rules (ember/ops/meta_rules.py)
+OPS["cummax"].meta = M.cumulative_pair("cummax")
+OPS["cummin"].meta = M.cumulative_pair("cummin")
+OPS["logcumsumexp"].meta = M.logcumsumexp

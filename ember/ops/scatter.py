@@ -14,6 +14,9 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
+from ..autograd.grad_mode import state
+from ..autograd import graph
+from . import meta_rules as M
 from .registry import OpDef, EXTERN, LINEAR, register, register_each, METHODS
 from . import batch_rules as _br
 from .registry import OPS
@@ -36,9 +39,9 @@ def _bounds(idx, size, dim, exc=RuntimeError, prefix="", negative=False):
         raise exc(f"{prefix}index {v} is out of bounds for dimension {dim} with size {size}")
 
 
-def _zeros(shape, dt):
+def _zeros(shape, dt, device=None):
     from . import creation       # the registered op, so a compiler trace records it
-    return creation.zeros(shape, dtype=dt)
+    return creation.zeros(shape, dtype=dt, device=device)
 
 
 def _pad_to(t, shape):
@@ -48,7 +51,7 @@ def _pad_to(t, shape):
         if have != want:
             zshape = list(t.shape)
             zshape[k] = want - have
-            t = cat([t, _zeros(zshape, t.dtype)], k)
+            t = cat([t, _zeros(zshape, t.dtype, t.device)], k)
     return t
 
 
@@ -83,7 +86,34 @@ def _index_vector(name, index, dtypes=INT_INDEX, msg=None, exc=RuntimeError):
 
 _INDEX_SELECT = OpDef("index_select", EXTERN, attrs={"shape": (), "dim": 0, "index": None},
                       grads={"self": lambda g, shape, dim, index:
-                             index_add(_zeros(shape, g.dtype), dim, index, g)})
+                             index_add(_zeros(shape, g.dtype, g.device), dim, index, g)})
+
+
+def _index_select_meta(input, dim, index, *, out=None):
+    """index_select on meta: the slices' metadata (the index's values are not checked)."""
+    if index.dim() > 1:
+        _index_vector("index_select", index)
+    d = _wrap_dim(dim, input)
+    shape = list(input._data.shape)
+    if shape:
+        shape[d] = index.numel()
+    r = M.result(shape, input.dtype)
+    if state.enabled and input._requires_grad:
+        graph.record(_INDEX_SELECT, (input,), r,
+                     {"shape": input._data.shape, "dim": d, "index": index})
+    return r if out is None else M.write_out(out, r)
+
+
+def _gather_meta(input, dim, index, *, sparse_grad=False, out=None):
+    d = _wrap_dim(dim, input)
+    if index.dim() != input.dim() and not (index.dim() <= 1 and input.dim() <= 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as input "
+                           "tensor")
+    r = M.result(index._data.shape, input.dtype)
+    if state.enabled and input._requires_grad:
+        graph.record(_GATHER, (input,), r,
+                     {"shape": input._data.shape, "dim": d, "index": index})
+    return r if out is None else M.write_out(out, r)
 
 
 def index_select(input, dim, index, *, out=None):
@@ -213,7 +243,7 @@ def index_fill(input, dim, index, value):
 
 # ---- gather / scatter ------------------------------------------------------------------------
 def _gather_grad(g, shape, dim, index):
-    return scatter_add(_zeros(shape, g.dtype), dim, index, g)
+    return scatter_add(_zeros(shape, g.dtype, g.device), dim, index, g)
 
 
 _GATHER = OpDef("gather", EXTERN, attrs={"shape": (), "dim": 0, "index": None},
@@ -360,7 +390,7 @@ def _sr_src_grad(g, self, src, result, dim, index, reduce, include_self):
 def _sr_count(self, dim, index, include_self):
     ones = wrap(np.ones(_as1(index._data).shape, self.dtype.np).reshape(index._data.shape),
                 self.dtype)
-    base = _zeros(self.shape, self.dtype) + (1 if include_self else 0)
+    base = _zeros(self.shape, self.dtype, self.device) + (1 if include_self else 0)
     c = scatter_add(base, dim, index, ones)
     return c.masked_fill(c == 0, 1)
 
@@ -427,6 +457,11 @@ def _inplace(fn):
 for _f in (index_add, index_copy, index_fill, scatter, scatter_add, scatter_reduce):
     METHODS[_f.__name__ + "_"] = _inplace(_f)
 
+# meta rules (ember/ops/meta_rules.py)
+OPS["index_select"].meta = _index_select_meta
+OPS["gather"].meta = _gather_meta
+for _n in ("index_add", "index_copy", "index_fill", "scatter", "scatter_add", "scatter_reduce"):
+    OPS[_n].meta = M.same_as_input     # the result has self's metadata
 # vmap batching rules (ember/ops/batch_rules.py)
 OPS["index_select"].batch = _br.index_select_batch
 OPS["gather"].batch = _br.gather_batch

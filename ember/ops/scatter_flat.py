@@ -12,6 +12,8 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
+from . import meta_rules as M
+from .registry import OPS
 from .registry import OpDef, EXTERN, LINEAR, register, register_each, METHODS
 from .matmul import finish, _out
 from .scatter import gather, _wrap_dim, _zeros, _inplace
@@ -224,3 +226,6 @@ register_each(globals(), EXTERN, (
 put = register(OpDef("put", EXTERN, jvp=LINEAR), put)
 for _f in (index_put, masked_scatter, put):
     METHODS[_f.__name__ + "_"] = _inplace(_f)
+# meta rules (ember/ops/meta_rules.py); masked_select has none (its shape is the mask's count)
+OPS["take"].meta = M.take
+OPS["put"].meta = OPS["index_put"].meta = OPS["masked_scatter"].meta = M.same_as_input

@@ -16,7 +16,9 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
+from .registry import OPS
 from .registry import OpDef, REDUCTION, FP32, register
+from . import meta_rules as M
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, restore, LOWP, selecting_op,
                             select_values, index_tensor, multi_output, grad_at, write_out,
@@ -65,8 +67,9 @@ _MAX_DIM, _MIN_DIM = selecting_op("max_dim", "MaxBackward0"), selecting_op("min_
 
 def _first_extreme(a, dt, d, largest):
     """Kept-dim index of the first max (min) along d; the first NaN wins, as in PyTorch."""
-    if a.ndim == 0:
-        return np.zeros((), np.int64)
+    if a.ndim == 0:     # (a meta input: a meta index)
+        return np.zeros((), np.int64) if type(a) is not M.MetaArray else \
+            M.out_array((), np.int64)
     return np.expand_dims((np.argmax if largest else np.argmin)(_sortable(a, dt), axis=d), d)
 
 
@@ -389,14 +392,66 @@ def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear", ou
     return write_out(out, _quantile("nanquantile", input, q, dim, keepdim, interpolation, True))
 
 
+# ---- meta rules (ember/ops/meta_rules.py) ----
+def _extreme_meta(name, largest):
+    def meta(input, dim=None, keepdim=False, *, other=None, out=None):
+        if other is not None or isinstance(dim, Tensor):
+            from .pointwise_arith import maximum, minimum
+            return (maximum if largest else minimum)(input, dim if other is None else other,
+                                                     out=out)
+        a = input._data
+        if dim is None:
+            _need_dim(name, a)
+            res = M.result((), input.dtype)
+            if state.enabled and input._requires_grad and input.dtype.is_floating_point:
+                graph.record(_MAX_ALL if largest else _MIN_ALL, (input,), res, {})
+            return write_out(out, res)
+        d = S.wrap_dim(dim, a.ndim)
+        _nonempty(name, a, d)
+        values = M.reduce_to(input, d, keepdim, input.dtype)[0]
+        return write_out(out, (RT.max if largest else RT.min)(
+            values, M.reduce_to(input, d, keepdim, D.int64)[0]))
+    return meta
+
+
+def _a_extreme_meta(name, largest):
+    def meta(input, dim=(), keepdim=False, *, out=None):
+        dims = _dims(dim, input._data.ndim)
+        _check_extent(name, input._data, dims)
+        res = M.reduce_to(input, dim, keepdim, input.dtype)[0]
+        return write_out(out, _record(_AMAX if largest else _AMIN, input, res,
+                                      {"dims": dims, "keepdim": keepdim}))
+    return meta
+
+
+def _arg_meta(name):
+    def meta(input, dim=None, keepdim=False):
+        if dim is None:
+            _need_dim(name, input._data)
+        else:
+            _nonempty(name, input._data, S.wrap_dim(dim, input._data.ndim))
+        return M.reduce_to(input, dim, keepdim, D.int64)[0]
+    return meta
+
+
+_META = {max: _extreme_meta("max", True), min: _extreme_meta("min", False),
+         amax: _a_extreme_meta("amax", True), amin: _a_extreme_meta("amin", False),
+         argmax: _arg_meta("argmax"), argmin: _arg_meta("argmin")}
 _LOWER = {amax: _lw.AMAX, amin: _lw.AMIN}   # how fused kernels reduce a row
 _JVP = {kthvalue: picked_jvp(1, -1), mode: picked_jvp(0, -1)}   # forward-mode rules
 _ONNX = {max: _ox.max_, min: _ox.min_, amax: _ox.amax, amin: _ox.amin, argmax: _ox.argmax,
          argmin: _ox.argmin}
 for _f in (max, min, amax, amin, aminmax, argmax, argmin, median, nanmedian, kthvalue, mode):
     globals()[_f.__name__] = register(OpDef(_f.__name__, REDUCTION, lower=_LOWER.get(_f),
+                                            meta=_META.get(_f),
                                             jvp=_JVP.get(_f),
                                             onnx=_ONNX.get(_f)), _f)
 # autocast runs the quantiles in float32
 quantile = register(OpDef("quantile", REDUCTION, amp=FP32), quantile)
 nanquantile = register(OpDef("nanquantile", REDUCTION, amp=FP32), nanquantile)
+# meta rules (ember/ops/meta_rules.py) of the ops registered just above
+OPS["kthvalue"].meta = M.kthvalue
+OPS["mode"].meta = M.mode
+OPS["median"].meta = M.median_of("median")
+OPS["nanmedian"].meta = M.median_of("nanmedian")
+OPS["aminmax"].meta = M.aminmax

@@ -17,6 +17,7 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
+from . import meta_rules as M
 from .registry import OpDef, REDUCTION, OPS, register, register_each
 from .reduce_common import (LOWP, selecting_op, select_values, index_tensor, write_out,
                             picked_jvp)
@@ -325,3 +326,7 @@ topk = register(OpDef("topk", REDUCTION, jvp=picked_jvp(1, -1),
 register_each(globals(), REDUCTION, (argsort, msort, unique, unique_consecutive, histc, bincount))
 OPS["argsort"].onnx = _ox.argsort
 register_each(globals(), REDUCTION, (searchsorted, bucketize), method=False)
+# meta rules (ember/ops/meta_rules.py); unique, unique_consecutive and bincount have none:
+# their result's shape depends on the values
+for _n in ("sort", "topk", "argsort", "msort", "histc", "searchsorted", "bucketize"):
+    OPS[_n].meta = getattr(M, _n)

@@ -149,8 +149,10 @@ def offset_view(a, off, shape, stride):
     `stride` (the view may be empty, and `off` may then point past `a`'s end)."""
     item = a.itemsize
     if off:  # `two` is never read: only the address of its second element is used
-        a = _np_as_strided(a, shape=(2,), strides=(off * item,))[1:]
-    return _np_as_strided(a, shape=tuple(shape), strides=tuple(s * item for s in stride))
+        a = _np_as_strided(a, shape=(2,), strides=(off * item,), subok=True)[1:]
+    # subok: a view of a meta array (ember/core/meta.py) stays one
+    return _np_as_strided(a, shape=tuple(shape), strides=tuple(s * item for s in stride),
+                          subok=True)
 
 
 def repoint(r, a, off):

@@ -407,6 +407,18 @@ class Module(StateDictMixin, HooksMixin):
             return t.to(device=dev) if dev is not None else t
         return self._apply(convert)
 
+    def to_empty(self, *, device, recurse=True):
+        """Move parameters and buffers to `device` without copying their values (which are
+        uninitialised there): how a model built on the meta device gets real storage.
+
+        >>> with ember.device("meta"):
+        ...     net = nn.Linear(4, 2)
+        >>> net.to_empty(device="cpu").weight.device
+        device(type='cpu')
+        """
+        from ...ops.creation import empty_like
+        return self._apply(lambda t: empty_like(t, device=device), recurse=recurse)
+
     def _cast(self, dt):
         return self._apply(lambda t: t.to(dt) if t.is_floating_point() else t)
 

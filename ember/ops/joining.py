@@ -115,7 +115,7 @@ def stack(tensors, dim=0, *, out=None):
     for t in tensors[1:]:
         dt = D.promote_types(dt, t.dtype)
     result = wrap(np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d), dt)
-    if state.enabled and dt.is_floating_point and any(t._requires_grad for t in tensors):
+    if state.enabled and dt._kind >= 2 and any(t._requires_grad for t in tensors):
         node = _StackNode.__new__(_StackNode)
         node._setup(tuple(graph.edge_of(t) for t in tensors),
                     tuple((t._data.shape, t.dtype) for t in tensors))

@@ -25,6 +25,7 @@ _tune_malloc()        # big temporaries reuse freed heap memory (see core/alloca
 from .core import dtype as _dtype_mod
 from .core.dtype import (dtype, bool_ as bool, uint8, int8, int16, int32, int64,  # noqa: F401
                          float16, bfloat16, float32, float64, finfo, iinfo, promote_types,
+                         complex64, complex128,
                          can_cast as _can_cast, get_default_dtype, set_default_dtype)
 from .core.device import device, set_default_device, get_default_device  # noqa: F401
 from .core.tensor import Tensor, Size, is_tensor  # noqa: F401
@@ -36,6 +37,7 @@ from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa
                                  inference_mode, is_grad_enabled, is_inference_mode_enabled)
 from . import ops as _ops
 from . import linalg  # noqa: F401,E402  (ember.linalg; also registers inverse, det, svd...)
+from . import fft  # noqa: F401,E402  (ember.fft: torch.fft's transforms)
 from .ops import registry as _registry
 from .ops.random import Generator, default_generator  # noqa: F401
 from . import cuda  # noqa: F401
@@ -49,11 +51,13 @@ long = int64
 int = int32
 short = int16
 uint8 = uint8
-cfloat = None
+cfloat = complex64
+cdouble = complex128
 
 # ---- install the registry's functions and Tensor methods ----
 _registry.install_methods(Tensor)
 globals().update(_registry.FUNCTIONS)
+from . import special  # noqa: E402,F401  (ember.special: torch.special's namespace)
 
 from .ops.view import T as _T, mT as _mT  # noqa: E402
 from .dispatch import with_mode_seam as _seam  # noqa: E402
@@ -62,8 +66,14 @@ _T = property(_seam(_registry.op_for("T"), _T.fget))
 _mT = property(_seam(_registry.op_for("mT"), _mT.fget))
 Tensor.T = _T
 Tensor.mT = _mT
-Tensor.H = _T
-Tensor.mH = _mT
+from .ops import complex_ops as _complex_ops  # noqa: E402
+# x.real / x.imag are assignable views; x.H / x.mH conjugate complex tensors
+Tensor.real = property(_seam(_registry.op_for("real"), _complex_ops.REAL_PROPERTY.fget),
+                       _complex_ops.REAL_PROPERTY.fset)
+Tensor.imag = property(_seam(_registry.op_for("imag"), _complex_ops.IMAG_PROPERTY.fget),
+                       _complex_ops.IMAG_PROPERTY.fset)
+Tensor.H = property(_seam(_registry.op_for("adjoint"), _complex_ops.H_PROPERTY.fget))
+Tensor.mH = property(_seam(_registry.op_for("adjoint"), _complex_ops.MH_PROPERTY.fget))
 
 
 def _install_operators():
@@ -178,7 +188,7 @@ def _legacy(dt):
         if len(args) == 1 and not isinstance(args[0], builtins_int):
             return tensor(args[0], dtype=dt)
         return zeros(*args, dtype=dt)
-    return _LegacyMeta(f"{dt.name.capitalize()}Tensor", (), {"__new__": __new__})
+    return _LegacyMeta(f"{dt.name.capitalize()}Tensor", (), {"__new__": __new__, "dtype": dt})
 
 
 FloatTensor = _legacy(float32)
@@ -207,13 +217,21 @@ _deterministic = False
 
 
 
+from .ops import foreach as _foreach  # noqa: E402  (torch._foreach_add_ ... for optimizers)
+globals().update({_n: getattr(_foreach, _n) for _n in _foreach.__all__})
 from . import autograd  # noqa: E402,F401
 from .autograd import tensor_methods as _tm  # noqa: E402
 _tm.install(Tensor)
 from . import nn  # noqa: E402,F401
+from . import toplevel_forms as _forms  # noqa: E402  (torch.conv2d, torch.relu_, ...)
+from .toplevel_forms import *  # noqa: E402,F401,F403
+from .toplevel_misc import *  # noqa: E402,F401,F403  (settings, asarray, gradient, cond...)
+Tensor.hardshrink = _forms.hardshrink
+Tensor.prelu = _forms.prelu
 from . import utils  # noqa: E402,F401
 from .serialization import save, load  # noqa: E402,F401
 from . import optim  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401
 from . import library  # noqa: E402,F401  (custom ops: ember.library.custom_op)
 from . import amp  # noqa: E402,F401
 from .amp import (autocast, is_autocast_enabled, get_autocast_dtype, set_autocast_enabled,  # noqa: E402,F401

@@ -45,7 +45,7 @@ def operand(x):
         return None, None, -1
     if isinstance(x, Tensor):
         return x._data, x.dtype, 0 if x._data.ndim else 1
-    if isinstance(x, (bool, int, float, np.generic)):
+    if isinstance(x, (bool, int, float, complex, np.generic)):
         return x, D.scalar_dtype(x), 2
     raise TypeError(f"expected Tensor or number, but got {type(x).__name__}")
 
@@ -56,7 +56,7 @@ def rule_promote(dt, name):
 
 
 def rule_float(dt, name):
-    if dt.is_floating_point:
+    if dt._kind >= 2:      # floating or complex
         return dt, dt
     f = D.get_default_dtype()
     return f, f
@@ -73,14 +73,14 @@ def not_implemented(kernel_name, dt):
 
 
 def rule_integral(dt, name):
-    if dt.is_floating_point:
+    if dt._kind >= 2:
         raise not_implemented(name + "_cpu", dt)
     return dt, dt
 
 
 def _scalar_for(x, cdt):
     """Python scalars stay weak so NumPy keeps the tensor's dtype; wrap ints that overflow it."""
-    if cdt.is_floating_point or isinstance(x, bool):
+    if cdt._kind >= 2 or isinstance(x, bool):
         return x
     if isinstance(x, float):
         return x
@@ -99,6 +99,11 @@ def checked_scalar(x, dt):
         return bool(x)
     if isinstance(x, bool):
         return int(x)
+    if dt.is_complex:
+        return x
+    if isinstance(x, complex):
+        raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without "
+                           "overflow")
     if dt.is_floating_point:
         if isinstance(x, (int, float)) and math.isfinite(x) and abs(x) > D.finfo(dt).max:
             raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without "
@@ -121,7 +126,7 @@ def broadcast_error(values):
 
 def check_int_division(op, cdt, dividend, divisor):
     # an empty result divides nothing, so PyTorch does not raise then
-    if not cdt.is_floating_point and np.size(dividend) and np.any(np.asarray(divisor) == 0):
+    if cdt._kind < 2 and np.size(dividend) and np.any(np.asarray(divisor) == 0):
         raise RuntimeError("ZeroDivisionError")
 
 
@@ -163,7 +168,7 @@ def make_pointwise(op):
     # Python number there is torch's TypeError, not a weak scalar
     tensor_only = getattr(op, "tensor_only", False)
     # comparisons and logical ops write their bools into a self of any dtype
-    bool_result = rule is rule_compare
+    bool_result = rule is rule_compare or getattr(rule, "base", None) is rule_compare
     nin = len(op.inputs)
     # ember/__init__ turns NumPy's warnings off unless EMBER_NUMPY_WARNINGS=1 asks to keep
     # them; only then do kernels need their own errstate

@@ -613,6 +613,11 @@ for _name, _f in (("inverse", inv), ("det", det), ("slogdet", slogdet), ("logdet
     register(OpDef(_name, EXTERN, amp=FP32 if _name == "pinverse" else None,
                    jvp=_JVP.get(_f)), _alias(_f), names=(_name,))
 
+from .ops.linalg_more import (solve_triangular, matrix_exp, householder_product,  # noqa: E402,F401
+                              tensorinv, tensorsolve, cond)
+from .ops.linalg_lu import (lu_factor, lu_factor_ex, lu, lu_solve, inv_ex,  # noqa: E402,F401
+                            solve_ex, cholesky_ex, ldl_factor, ldl_factor_ex, ldl_solve)
+from .ops.misc_functions import linalg_vander as vander  # noqa: E402,F401
 # meta rules (ember/ops/meta_rules.py): batch dims and matrix dims from the metadata
 from .ops import meta_rules as _M  # noqa: E402
 from .ops.registry import OPS as _OPS  # noqa: E402

@@ -13,3 +13,6 @@ from .gradcheck import gradcheck, gradgradcheck, GradcheckError  # noqa: F401
 from . import functional  # noqa: F401
 from . import forward_ad  # noqa: F401
 from .graph import Node  # noqa: F401
+from .engine import _is_checkpoint_valid  # noqa: F401
+from .variable import (Variable, variable, is_multithreading_enabled,  # noqa: F401
+                       set_multithreading_enabled, is_view_replay_enabled, kineto_available)

@@ -28,6 +28,8 @@ def _fix_grad(node, i, g, meta):
                                f"{i} - got {list(g._data.shape)} but expected shape compatible "
                                f"with {list(shape)}") from None
     if g.dtype is not dt:
+        if g.dtype._kind == 3 and dt._kind != 3:
+            g = g.real       # a real input of a complex op: the real part (torch's rule)
         g = g.to(dt)
     return g
 
@@ -112,6 +114,14 @@ def queue_callback(callback):
     stack[-1].append(callback)
 
 
+def _is_checkpoint_valid():
+    """False inside a backward that computes only some gradients (``autograd.grad`` or
+    ``backward(inputs=...)``), where the reentrant checkpoint cannot accumulate its inputs'
+    gradients (torch's ``torch.autograd._is_checkpoint_valid``)."""
+    partial = getattr(_final, "partial", None)
+    return not partial or not partial[-1]
+
+
 def _run_final_callbacks(callbacks):
     i = 0
     while i < len(callbacks):      # a callback may queue more
@@ -156,6 +166,12 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
         stack = _final.stack = []
     callbacks = []
     stack.append(callbacks)
+    # whether this backward computes only some gradients (autograd.grad, backward(inputs=)):
+    # the reentrant checkpoint refuses to run inside one (_is_checkpoint_valid)
+    partial = getattr(_final, "partial", None)
+    if partial is None:
+        partial = _final.partial = []
+    partial.append(inputs is not None)
     heappush, heappop = heapq.heappush, heapq.heappop
     run_node = _run_node           # looked up once per backward (the profiler wraps it)
     leaf_args = (create_graph, accumulate, captures, targets, needed)
@@ -228,6 +244,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
             _run_final_callbacks(callbacks)
     finally:
         stack.pop()
+        partial.pop()
         state.enabled = prev
 
     if inputs is not None:

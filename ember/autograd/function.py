@@ -163,7 +163,7 @@ class Function(metaclass=FunctionMeta):
                                        "in-place operation.")
             elif any(o is a for a in tensor_args):
                 o = make_view(o, o._data)   # an input returned as-is becomes a view of it
-            if non_differentiable or not o.dtype.is_floating_point:
+            if non_differentiable or o.dtype._kind < 2:
                 if o is not outs[i]:
                     o._requires_grad = False   # a fresh view of an input, cut from the graph
                 new_outs.append(o)
@@ -200,7 +200,7 @@ def once_differentiable(fn):
         single = not isinstance(outputs, tuple)
         wrapped = []
         for i, o in enumerate((outputs,) if single else outputs):
-            if isinstance(o, Tensor) and o.dtype.is_floating_point:
+            if isinstance(o, Tensor) and o.dtype._kind >= 2:
                 o = Tensor._make(o._data, o.dtype)   # an alias: `o` may be one of the args
                 o.grad_fn, o._requires_grad, o._output_nr = node, True, i
             wrapped.append(o)

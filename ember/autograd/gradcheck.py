@@ -9,7 +9,7 @@ def _as_tuple(x):
 def _flat_outputs(func, inputs):
     from ..core.tensor import Tensor
     outs = _as_tuple(func(*inputs))
-    return [o for o in outs if isinstance(o, Tensor) and o.dtype.is_floating_point]
+    return [o for o in outs if isinstance(o, Tensor) and o.dtype._kind >= 2]
 
 
 class GradcheckError(RuntimeError):

@@ -193,8 +193,11 @@ class OpNode(Node):
     __slots__ = ("_saved", "_needs")
     op = None
 
-    def apply(self, grads):
+    def apply(self, grads, conjugated=False):
         g = grads[0]
+        if not conjugated and type(g) is not tuple and g is not None and \
+                g.dtype._kind == 3 and self.op.holomorphic:
+            return _conjugated(self, grads)
         out = []
         saved = self._saved
         needs = self._needs
@@ -246,6 +249,15 @@ class OpNode(Node):
 _missing = object()
 
 
+def _conjugated(node, grads):
+    """A holomorphic op's real-case formulas under torch's complex convention: the gradient
+    of each input is conj(formula(conj(g))), i.e. g times the conjugate local derivative."""
+    outs = node.apply(tuple(g.conj_physical() if isinstance(g, Tensor) else g for g in grads),
+                      True)
+    return tuple(o.conj_physical() if isinstance(o, Tensor) and o.dtype._kind == 3 else
+                 (o.conjugate() if isinstance(o, complex) else o) for o in outs)
+
+
 
 _RELEASED_SCALAR = SavedTensor.__new__(SavedTensor)
 _RELEASED_SCALAR.tensor, _RELEASED_SCALAR.version = None, 0
@@ -266,8 +278,11 @@ class JointOpNode(OpNode):
     formula parameter named ``grad_input_mask`` receives which of them are needed."""
     __slots__ = ()
 
-    def apply(self, grads):
+    def apply(self, grads, conjugated=False):
         g = grads[0]
+        if not conjugated and type(g) is not tuple and g is not None and \
+                g.dtype._kind == 3 and self.op.holomorphic:
+            return _conjugated(self, grads)
         saved = self._saved
         needs = self._needs
         plain = not state.enabled and not state.modes

@@ -28,17 +28,28 @@ class dtype:
         self.name = name
         self.np = np_dtype
         self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
-        self._kind = kind          # 0 bool, 1 integral, 2 floating
-        self._rank = rank
+        self._kind = kind          # 0 bool, 1 integral, 2 floating, 3 complex
+        self._rank = rank          # complex: the rank of its real part's float type
         self.is_floating_point = kind == 2
-        self.is_signed = kind == 2 or (kind == 1 and name != "uint8")
+        self.is_signed = kind >= 2 or (kind == 1 and name != "uint8")
 
     @property
     def is_complex(self):
-        return False
+        return self._kind == 3
 
     def to_real(self):
-        return self
+        """The real dtype of a complex one (complex64 -> float32); other dtypes unchanged."""
+        return _TO_REAL.get(self, self)
+
+    def to_complex(self):
+        """The complex dtype whose parts are this floating dtype (float64 -> complex128)."""
+        if self._kind == 3:
+            return self
+        c = _TO_COMPLEX.get(self)
+        if c is None:
+            raise TypeError(f"ember has no complex dtype with {self.name} parts (torch's "
+                            "complex32 / chalf is not supported)")
+        return c
 
     def __repr__(self):
         return "ember." + self.name
@@ -61,11 +72,16 @@ float16 = dtype("float16", np.dtype(np.float16), 2, 1)
 bfloat16 = dtype("bfloat16", _np_bfloat16, 2, 1)
 float32 = dtype("float32", np.dtype(np.float32), 2, 2)
 float64 = dtype("float64", np.dtype(np.float64), 2, 3)
+complex64 = dtype("complex64", np.dtype(np.complex64), 3, 2)
+complex128 = dtype("complex128", np.dtype(np.complex128), 3, 3)
+_TO_REAL = {complex64: float32, complex128: float64}
+_TO_COMPLEX = {float32: complex64, float64: complex128}
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+       complex64, complex128)
 _NAMES = {d.name: d for d in ALL}
 _ALIASES = {"half": float16, "float": float32, "double": float64, "long": int64, "int": int32,
-            "short": int16, "bool": bool_}
+            "short": int16, "bool": bool_, "cfloat": complex64, "cdouble": complex128}
 _NAMES.update(_ALIASES)
 
 # ---- the names PyTorch's messages give each dtype (the one table; others read it) ----
@@ -83,6 +99,8 @@ _MESSAGE_NAMES = {  # name: (ScalarType name, c10 C++ type, demangled C++ type)
     "bfloat16": ("BFloat16", "c10::BFloat16", "c10::BFloat16"),
     "float32": ("Float", "float", "float"),
     "float64": ("Double", "double", "double"),
+    "complex64": ("ComplexFloat", "c10::complex<float>", "c10::complex<float>"),
+    "complex128": ("ComplexDouble", "c10::complex<double>", "c10::complex<double>"),
 }
 TORCH_NAMES = {n: v[0] for n, v in _MESSAGE_NAMES.items()}
 CPP_TYPES = {n: v[1] for n, v in _MESSAGE_NAMES.items()}
@@ -103,8 +121,8 @@ def from_numpy_dtype(np_dtype):
         return FROM_NP[np.dtype(np_dtype)]
     except KeyError:
         raise TypeError(f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only "
-                        "supported types are: float64, float32, float16, int64, int32, int16, "
-                        "int8, uint8, and bool.") from None
+                        "supported types are: float64, float32, float16, complex64, complex128, "
+                        "int64, int32, int16, int8, uint8, and bool.") from None
 
 
 def to_dtype(obj):
@@ -117,6 +135,8 @@ def to_dtype(obj):
         return int64
     if obj is bool:
         return bool_
+    if obj is complex:
+        return complex128
     if isinstance(obj, str):
         name = obj[6:] if obj.startswith("torch.") else obj
         if name in _NAMES:
@@ -135,6 +155,12 @@ _default = [float32]
 def get_default_dtype():
     """The dtype of floating tensors created from Python floats (float32 unless changed)."""
     return _default[0]
+
+
+def default_complex_dtype():
+    """The dtype of tensors made from Python complex numbers: complex128 when the default
+    dtype is float64, else complex64 (as torch's default complex dtype follows it)."""
+    return complex128 if _default[0] is float64 else complex64
 
 
 def set_default_dtype(d):
@@ -156,7 +182,11 @@ def promote_types(a, b):
         return a
     if a._kind != b._kind:
         hi, lo = (a, b) if a._kind > b._kind else (b, a)
+        if hi._kind == 3 and lo._kind == 2 and lo._rank > hi._rank:
+            return complex128          # complex64 with float64
         return hi
+    if a._kind == 3:
+        return a if a._rank > b._rank else b
     if a._kind == 0:
         return a
     if a._kind == 2:
@@ -175,6 +205,11 @@ def _combine_categories(higher, lower):
         return lower
     if lower is None:
         return higher
+    if higher._kind == 3:
+        return higher
+    if lower._kind == 3:
+        # a complex 0-dim tensor or scalar keeps a floating tensor's precision
+        return higher.to_complex() if higher._kind == 2 else lower
     if higher._kind == 2:
         return higher
     if higher is bool_ or lower._kind == 2:
@@ -194,8 +229,8 @@ def result_type_of(operands):
         return r
     groups = [None, None, None]
     for d, cat in operands:
-        if cat == 2 and d._kind == 2:
-            d = _default[0]
+        if cat == 2 and d._kind >= 2:
+            d = _default[0] if d._kind == 2 else default_complex_dtype()
         g = groups[cat]
         groups[cat] = d if g is None else promote_types(g, d)
     r = _combine_categories(groups[0], _combine_categories(groups[1], groups[2]))
@@ -211,7 +246,7 @@ def scalar_dtype(x):
     if isinstance(x, float):
         return float64
     if isinstance(x, complex):
-        raise TypeError("complex numbers are not supported by ember")
+        return complex128
     if isinstance(x, np.generic):
         return from_numpy_dtype(x.dtype)
     raise TypeError(f"expected a Tensor or a number, got {type(x).__name__}")
@@ -230,6 +265,7 @@ class finfo:
 
     def __init__(self, type=None):
         d = to_dtype(type) if type is not None else get_default_dtype()
+        d = d.to_real()      # a complex dtype's limits are those of its parts
         if not d.is_floating_point:
             raise TypeError("finfo is only for floating point types")
         info = ml_dtypes.finfo(d.np) if d is bfloat16 else np.finfo(d.np)
@@ -253,7 +289,7 @@ class iinfo:
 
     def __init__(self, type):
         d = to_dtype(type)
-        if d.is_floating_point or d is bool_:
+        if d.is_floating_point or d.is_complex or d is bool_:
             raise TypeError(f"{d!r} is not supported by ember.iinfo")
         info = np.iinfo(d.np)
         self.dtype = d.name

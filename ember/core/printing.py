@@ -99,6 +99,21 @@ class _Formatter:
         return (self.max_width - len(ret)) * " " + ret
 
 
+class _ComplexFormatter:
+    """PyTorch's complex format: the real parts and the imaginary parts each get their own
+    formatter (``1.0000e-05+2.j``); a sign always joins them."""
+
+    def __init__(self, values):
+        self.re = _Formatter(values.real, True)
+        self.im = _Formatter(values.imag, True)
+        self.max_width = self.re.max_width + self.im.max_width + 1
+
+    def format(self, value):
+        real = self.re.format(value.real)
+        imag = (self.im.format(value.imag) + "j").lstrip()
+        return real + imag if imag[0] in "+-" else real + "+" + imag
+
+
 def _int_str(v):
     return str(bool(v)) if isinstance(v, (bool, np.bool_)) else str(v)
 
@@ -176,10 +191,12 @@ def tensor_repr(t, prefix="tensor("):
             suffixes.append("dtype=" + repr(t.dtype))
         body = "[]"
     else:
-        if t.dtype not in (D.get_default_dtype(), D.int64, D.bool_):
+        if t.dtype not in (D.get_default_dtype(), D.default_complex_dtype(), D.int64, D.bool_):
             suffixes.append("dtype=" + repr(t.dtype))
         summarize = a.size > PRINT_OPTS.threshold
-        fmt = _Formatter(_summarized(a) if summarize else a, t.dtype.is_floating_point)
+        shown = _summarized(a) if summarize else a
+        fmt = (_ComplexFormatter(shown) if t.dtype.is_complex else
+               _Formatter(shown, t.dtype.is_floating_point))
         body = _tensor_str(a, indent, summarize, fmt)
     if t.grad_fn is not None:
         suffixes.append(f"grad_fn=<{type(t.grad_fn).__name__}>")

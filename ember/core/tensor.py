@@ -104,10 +104,12 @@ class Tensor:
     (here: zero-filled) 2x3 tensor.
     """
     # `_fw`: forward AD's tangents, {dual level: tangent}, set only on dual tensors and
-    # otherwise never assigned (ember/autograd/forward_ad.py reads it with getattr)
+    # otherwise never assigned (ember/autograd/forward_ad.py reads it with getattr).
+    # `_conj`: set (True) only on the result of `conj()` of a complex tensor, which torch
+    # marks with its conjugate bit (is_conj()); read with getattr (ember/ops/complex_ops.py)
     __slots__ = ("_data", "_storage", "dtype", "_requires_grad", "_grad", "grad_fn", "_base",
                  "_grad_acc", "_hooks", "_retains_grad", "_post_acc_hooks", "_output_nr",
-                 "_inference", "_fw", "__weakref__")
+                 "_inference", "_fw", "_conj", "__weakref__")
 
     def __init__(self, *args, device=None):
         dt = _dt.get_default_dtype()
@@ -223,7 +225,7 @@ class Tensor:
         return self.dtype.is_floating_point
 
     def is_complex(self):
-        return False
+        return self.dtype._kind == 3
 
     def is_signed(self):
         return self.dtype.is_signed
@@ -247,7 +249,7 @@ class Tensor:
             if not grad_mode_state.inference:
                 raise RuntimeError("Setting requires_grad=True on inference tensor outside "
                                    "InferenceMode is not allowed.")
-        if value and not self.dtype.is_floating_point:
+        if value and self.dtype._kind < 2:      # floating and complex dtypes only
             raise RuntimeError("only Tensors of floating point and complex dtype can require "
                                "gradients")
         if not value and self.grad_fn is not None:
@@ -330,6 +332,9 @@ class Tensor:
         if self._requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
                                "tensor.detach().numpy() instead.")
+        if getattr(self, "_conj", False) and not force:
+            raise RuntimeError("Can't call numpy() on Tensor that has conjugate bit set. Use "
+                               "tensor.resolve_conj().numpy() instead.")
         return self._data
 
     def __contains__(self, element):
@@ -377,6 +382,8 @@ class Tensor:
             raise ValueError("only one element tensors can be converted to Python scalars")
         if type(self._data) is MetaArray:
             raise _meta.item_error()
+        if self.dtype._kind == 3:     # torch's message for an imaginary part it would drop
+            raise RuntimeError("value cannot be converted to type double without overflow")
         return float(self._data.reshape(())[()])
 
     def __int__(self):
@@ -386,6 +393,8 @@ class Tensor:
             raise ValueError("only one element tensors can be converted to Python scalars")
         if type(self._data) is MetaArray:
             raise _meta.item_error()
+        if self.dtype._kind == 3:
+            raise RuntimeError("value cannot be converted to type int64_t without overflow")
         return int(self._data.reshape(())[()])
 
     def __index__(self):
@@ -399,7 +408,9 @@ class Tensor:
         return int(self._data.reshape(())[()])
 
     def __complex__(self):
-        return complex(float(self))
+        if self._data.size != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return complex(self._data.reshape(())[()])
 
     def __hash__(self):
         return id(self)

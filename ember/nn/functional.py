@@ -261,6 +261,14 @@ def leaky_relu_(input, negative_slope=0.01):
     return leaky_relu(input, negative_slope, True)
 
 
+def celu_(input, alpha=1.0):
+    return celu(input, alpha, True)
+
+
+def selu_(input):
+    return selu(input, True)
+
+
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
     return hardtanh(input, min_val, max_val, True)
 
@@ -363,3 +371,5 @@ from .functional_loss import *  # noqa: F401,F403,E402  (loss functions)
 from .functional_attention import *  # noqa: F401,F403,E402  (attention functions)
 from .functional_conv import *  # noqa: F401,F403,E402  (convolution, pooling, resampling)
 from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gumbel_softmax)
+from .functional_extra import *  # noqa: F401,F403,E402  (lp_pool, fractional pooling, ...)
+from .functional_lce import *  # noqa: F401,F403,E402  (linear_cross_entropy)

@@ -19,8 +19,15 @@ from .registry import OPS
 from .registry import (OpDef, COMPOSITE, POINTWISE, VIEW, LINEAR, register, register_each,
                        METHODS)
 
+def _to_copy_grad(g, dtype):
+    # a real tensor converted to complex gets the real part of the complex gradient
+    if g.dtype.is_complex and not dtype.is_complex:
+        g = g.real
+    return g.to(dtype)
+
+
 _TO_COPY = OpDef("_to_copy", POINTWISE, attrs={"dtype": None},
-                 grads={"self": lambda g, dtype: g.to(dtype)}, node_name="ToCopyBackward0")
+                 grads={"self": _to_copy_grad}, node_name="ToCopyBackward0")
 _CLONE = OpDef("clone", POINTWISE, grads={"self": lambda g: g})
 
 
@@ -72,8 +79,14 @@ def to(self, *args, **kwargs):
     if (dtype is None or dtype is self.dtype) and not copy:
         return self
     dt = dtype or self.dtype
-    out = wrap(self._data.astype(dt.np), dt)
-    if dt.is_floating_point:
+    arr = self._data
+    if self.dtype.is_complex and not dt.is_complex:
+        import warnings
+        warnings.warn("Casting complex values to real discards the imaginary part",
+                      UserWarning, stacklevel=2)
+        arr = arr.real
+    out = wrap(arr.astype(dt.np), dt)
+    if dt._kind >= 2:       # floating and complex results are differentiable
         return _record(_TO_COPY, (self,), out, {"dtype": self.dtype})
     return out
 

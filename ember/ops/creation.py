@@ -46,7 +46,7 @@ def _infer_dtype(data):
         elif isinstance(x, float):
             d = D.get_default_dtype()
         elif isinstance(x, complex):
-            raise TypeError("complex tensors are not supported by ember")
+            d = D.default_complex_dtype()
         elif isinstance(x, str):
             raise ValueError("too many dimensions 'str'")
         elif hasattr(x, "__array__"):
@@ -207,7 +207,22 @@ def from_dlpack(ext):
     """A tensor sharing memory with any object that speaks DLPack (NumPy arrays, tensors)."""
     if isinstance(ext, Tensor):
         return ext
+    if type(ext).__name__ == "PyCapsule":     # a capsule from to_dlpack (a CPU tensor's)
+        ext = _Capsule(ext)
     return from_numpy(np.from_dlpack(ext))
+
+
+class _Capsule:
+    """A bare DLPack capsule dressed as an exporter (NumPy takes only exporters)."""
+
+    def __init__(self, capsule):
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs):
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)      # kDLCPU
 
 
 def _sizes(sizes, size):
@@ -297,6 +312,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
         dtype = D.scalar_dtype(fill_value)
         if dtype is D.float64:
             dtype = D.get_default_dtype()
+        elif dtype is D.complex128 and isinstance(fill_value, complex):
+            dtype = D.default_complex_dtype()
     dt = D.to_dtype(dtype)
     shape = _size_args((size,) if isinstance(size, int) else (tuple(size),))
     if on_meta(device):

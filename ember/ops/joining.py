@@ -128,7 +128,7 @@ def stack(tensors, dim=0, *, out=None):
     except MetaData:
         r = M.out_array(shape[:d] + (len(tensors),) + shape[d:], dt.np, *tensors)
     result = wrap(r, dt)
-    if state.enabled and dt.is_floating_point and any(t._requires_grad for t in tensors):
+    if state.enabled and dt._kind >= 2 and any(t._requires_grad for t in tensors):
         node = _StackNode.__new__(_StackNode)
         node._setup(tuple(graph.edge_of(t) for t in tensors),
                     tuple((t._data.shape, t.dtype) for t in tensors))

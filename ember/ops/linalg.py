@@ -123,10 +123,10 @@ def _einsum(subs, out, sizes, operands):
         if r is None:
             r = np.einsum(eq, *arrays, optimize=True)
     r = np.asarray(r)
-    if len(subs) == 1 and not dt.is_floating_point and set(subs[0]) - set(out):
+    if len(subs) == 1 and dt._kind < 2 and set(subs[0]) - set(out):
         dt = D.int64   # PyTorch reduces a lone integer operand with sum(), which gives int64
     result = wrap(r if r.flags.c_contiguous else r.copy(), dt)
-    if dt.is_floating_point:
+    if dt._kind >= 2:
         record_fn("EinsumBackward0", operands, (result,),
                   lambda grads, needs, *ops: _einsum_grads(grads[0], needs, subs, out, sizes,
                                                            ops),

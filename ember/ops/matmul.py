@@ -35,6 +35,11 @@ class FnNode(graph.Node):
 
     def apply(self, grads):
         vals = [s.unpack(self) if type(s) is graph.SavedTensor else s for s in self._saved]
+        if any(g is not None and g.dtype._kind == 3 for g in grads):
+            # complex: the real-case formulas (einsum's) conjugated around (graph.py's rule)
+            grads = tuple(g.conj_physical() if g is not None else None for g in grads)
+            return tuple(r.conj_physical() if isinstance(r, Tensor) else r
+                         for r in self._fn(grads, self._needs, *vals))
         return tuple(self._fn(grads, self._needs, *vals))
 
     def release(self):
@@ -66,7 +71,7 @@ def record_fn(name, inputs, outputs, fn, saved=()):
     node._needs = tuple(e[0] is not None for e in edges)
     node._fn = fn
     for i, o in enumerate(outputs):
-        if o.dtype.is_floating_point:
+        if o.dtype._kind >= 2:
             o.grad_fn = node
             o._requires_grad = True
             o._output_nr = i
@@ -79,7 +84,7 @@ def record_fn(name, inputs, outputs, fn, saved=()):
 def finish(op, args, arr, dt, attrs=None):
     """Wrap a kernel result and record `op`'s node when an input requires grad."""
     out = wrap(arr, dt)
-    if state.enabled and dt.is_floating_point and any(
+    if state.enabled and dt._kind >= 2 and any(
             isinstance(a, Tensor) and a._requires_grad for a in args):
         graph.record(op, args, out, attrs or {})
     return out

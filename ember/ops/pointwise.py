@@ -51,16 +51,29 @@ def _zeros(g):
     return g.mul(0)
 
 
-KINDS = "bif"   # dtype kinds: bool, integral, floating
+KINDS = "bifc"   # dtype kinds: bool, integral, floating, complex
 
 
 def only(kinds, kernel_name, base=rule_promote):
     """A dtype rule: PyTorch's NotImplementedError (naming its CPU kernel) unless the promoted
-    dtype's kind is in `kinds` ("b" bool, "i" integral, "f" floating); then `base` decides."""
+    dtype's kind is in `kinds` ("b" bool, "i" integral, "f" floating, "c" complex); then
+    `base` decides."""
     def rule(dt, name):
         if KINDS[dt._kind] not in kinds:
             raise not_implemented(kernel_name, dt)
         return base(dt, name)
+    rule.base = base          # (dispatch reads it: a comparison writes bools into any self)
+    return rule
+
+
+def no_complex(message, base=rule_float, exc=NotImplementedError):
+    """A dtype rule: torch's refusal (`exc(message)`) when the promoted dtype is complex,
+    else `base` decides (relu, maximum, the comparisons: ops torch has no complex loop for)."""
+    def rule(dt, name):
+        if dt._kind == 3:
+            raise exc(message)
+        return base(dt, name)
+    rule.base = base
     return rule
 
 
@@ -155,18 +168,20 @@ def _clamp_self_grad(g, self, min, max):
     if max is not None:
         m2 = self <= max
         mask = m2 if mask is None else mask & m2
-    return g * mask
+    return where(mask, g, 0.0)     # as torch: a nan gradient outside the range becomes 0
 
 
 def _clamp_min_grad(g, self, min):
-    return g * (self < min)
+    return where(self < min, g, 0.0)
 
 
 def _clamp_max_grad(g, self, max):
-    return g * (self > max)
+    return where(self > max, g, 0.0)
 
 
 def _check_clamp(values, metas, dt, attrs):
+    if dt._kind == 3:
+        raise NotImplementedError("clamp is not supported for complex types")
     # bool has only PyTorch's one-tensor-bound kernels (they are maximum/minimum)
     bounds = [c for _, c in metas[1:] if c >= 0]
     if dt is D.bool_ and (len(bounds) != 1 or bounds[0] == 2):

@@ -7,11 +7,11 @@ import numpy as np
 
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
-from ..dispatch import rule_float, not_implemented, checked_scalar
+from ..dispatch import rule_float, rule_promote, not_implemented, checked_scalar
 from .registry import OpDef, POINTWISE, register, METHODS as _METHODS
 from .lowering import Lower, NO_INT, COSTLY
 from . import lowering_pointwise as _lw
-from .pointwise import defpw, only, _zeros, where
+from .pointwise import defpw, only, _zeros, where, no_complex
 
 
 # ---- arithmetic ----
@@ -135,7 +135,7 @@ def _check_pow(values, metas, dt, attrs):
             if cb == 2:
                 return                     # bool_tensor ** True stays bool
             raise not_implemented("pow", dt)
-        if cb == 2 and not dt.is_floating_point and isinstance(b, int) and \
+        if cb == 2 and dt._kind < 2 and isinstance(b, int) and \
                 not isinstance(b, bool):
             if b < 0:
                 raise RuntimeError("Integers to negative integer powers are not allowed.")
@@ -176,7 +176,7 @@ def _pow_exp_grad(g, self, exponent, result):
     if not hasattr(self, "_data"):
         return g * result * math.log(self) if self > 0 else g * result * float("nan") \
             if self < 0 else _zeros(g)
-    mask = (self == 0) & (exponent >= 0)
+    mask = (self == 0) & (exponent.real >= 0)      # (.real: a complex exponent's part)
     return where(mask, 0.0, g * result * self.log())
 
 
@@ -187,16 +187,20 @@ pow = defpw("pow", None, _pow_kernel, inputs=("self", "exponent"), errstate=True
             onnx=_ox.pow_)
 def _rule_float64(dt, name):
     # float_power computes and returns float64 whatever the inputs (torch's double-precision
-    # pow)
-    return D.float64, D.float64
+    # pow); complex128 for complex ones
+    return (D.complex128, D.complex128) if dt.is_complex else (D.float64, D.float64)
 
 
-float_power = defpw("float_power", None,
-                    lambda xp, a, b: xp.power(np.asarray(a, np.float64), b), errstate=True,
+def _float_power_kernel(xp, a, b):
+    wide = np.complex128 if np.iscomplexobj(a) or np.iscomplexobj(b) else np.float64
+    return xp.power(np.asarray(a, wide), b)
+
+
+float_power = defpw("float_power", None, _float_power_kernel, errstate=True,
                     inputs=("self", "exponent"), inplace=False, rule=_rule_float64,
                     grads={"self": _pow_self_grad, "exponent": _pow_exp_grad})
 
-atan2 = defpw("atan2", np.arctan2, tensor_only=True, rule=rule_float,
+atan2 = defpw("atan2", np.arctan2, tensor_only=True, rule=only("bif", "atan2_cpu", rule_float),
               names=("atan2", "arctan2"),
               grads={"self": lambda g, self, other: g * other / (self * self + other * other),
                      "other": lambda g, self, other: -g * self / (self * self + other * other)})
@@ -209,7 +213,7 @@ def _copysign_grad(g, self, result):
     return g * where(self == 0, 0.0, result / self)
 
 
-copysign = defpw("copysign", np.copysign, rule=rule_float,
+copysign = defpw("copysign", np.copysign, rule=only("bif", "copysign_cpu", rule_float),
                  grads={"self": _copysign_grad, "other": lambda g: _zeros(g)})
 
 
@@ -225,22 +229,30 @@ def _min_grad(g, self, other, mine):
 
 # NaN in either argument gives NaN
 maximum = defpw("maximum", np.maximum, inplace=False, tensor_only=True,
+                rule=no_complex("maximum not implemented for complex tensors.", rule_promote,
+                                RuntimeError),
                 lower=Lower("(({a} > {b} || {a} != {a}) ? {a} : {b})",
                             c_int="({a} > {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _max_grad(g, self, other, True),
                        "other": lambda g, self, other: _max_grad(g, self, other, False)},
                 onnx="Max")
 minimum = defpw("minimum", np.minimum, inplace=False, tensor_only=True,
+                rule=no_complex("minimum not implemented for complex tensors.", rule_promote,
+                                RuntimeError),
                 lower=Lower("(({a} < {b} || {a} != {a}) ? {a} : {b})",
                             c_int="({a} < {b} ? {a} : {b})"),
                 grads={"self": lambda g, self, other: _min_grad(g, self, other, True),
                        "other": lambda g, self, other: _min_grad(g, self, other, False)},
                 onnx="Min")
 fmax = defpw("fmax", np.fmax, inplace=False, tensor_only=True,
+             rule=no_complex("fmax not implemented for complex tensors.", rule_promote,
+                             RuntimeError),
              grads={"self": lambda g, self, other: g.masked_fill(
                  ((self >= other) | other.isnan()).logical_not(), 0),
                  "other": lambda g, self, other: g.masked_fill((self >= other) | other.isnan(), 0)})
 fmin = defpw("fmin", np.fmin, inplace=False, tensor_only=True,
+             rule=no_complex("fmin not implemented for complex tensors.", rule_promote,
+                             RuntimeError),
              grads={"self": lambda g, self, other: g.masked_fill(
                  ((self <= other) | other.isnan()).logical_not(), 0),
                  "other": lambda g, self, other: g.masked_fill((self <= other) | other.isnan(), 0)})
@@ -303,7 +315,7 @@ def _check_addcdiv(values, metas, dt, attrs):
 
 
 addcmul = defpw("addcmul", None, _addcmul_kernel, inputs=("self", "tensor1", "tensor2"),
-                attrs={"value": 1}, rule=only("if", "addcmul_cpu_out"), precheck=_check_value,
+                attrs={"value": 1}, rule=only("ifc", "addcmul_cpu_out"), precheck=_check_value,
                 grads={"self": lambda g: g,
                        "tensor1": lambda g, tensor2, value: g * tensor2 * value,
                        "tensor2": lambda g, tensor1, value: g * tensor1 * value})

@@ -9,7 +9,7 @@ from ..dispatch import rule_compare, rule_integral, torch_name
 from .registry import OpDef, POINTWISE, register
 from .lowering import Lower
 from . import lowering_pointwise as _lw
-from .pointwise import defpw, only, _unary
+from .pointwise import defpw, only, _unary, no_complex
 
 
 # ---- predicates and comparisons (boolean results, not differentiable) ----
@@ -20,11 +20,16 @@ isinf = _unary("isinf", np.isinf, None, rule=rule_compare, errstate=False, inpla
                onnx="IsInf")
 isfinite = _unary("isfinite", np.isfinite, None, rule=rule_compare, errstate=False,
                   inplace=False)
-isposinf = _unary("isposinf", np.isposinf, None, rule=rule_compare, errstate=False,
+isposinf = _unary("isposinf", np.isposinf, None, errstate=False,
+                  rule=no_complex("isposinf does not support complex inputs.", rule_compare,
+                                  RuntimeError),
                   inplace=False)
-isneginf = _unary("isneginf", np.isneginf, None, rule=rule_compare, errstate=False,
+isneginf = _unary("isneginf", np.isneginf, None, errstate=False,
+                  rule=no_complex("isneginf does not support complex inputs.", rule_compare,
+                                  RuntimeError),
                   inplace=False)
-signbit = _unary("signbit", np.signbit, None, rule=rule_compare, errstate=False, inplace=False)
+signbit = _unary("signbit", np.signbit, None, errstate=False, inplace=False,
+                 rule=no_complex("signbit is not implemented for complex tensors.", rule_compare))
 logical_not = _unary("logical_not", np.logical_not, None, rule=rule_compare, errstate=False,
                      lower=Lower("((uint8_t)({a} == 0))"),
                      onnx="Not")
@@ -33,15 +38,18 @@ eq = defpw("eq", np.equal, rule=rule_compare, lower=_lw.compare("=="),
 ne = defpw("ne", np.not_equal, rule=rule_compare, names=("ne", "not_equal"),
            lower=_lw.compare("!="),
            onnx=_ox.ne)
-lt = defpw("lt", np.less, rule=rule_compare, names=("lt", "less"), lower=_lw.compare("<"),
+# the order comparisons have no complex kernel in torch
+lt = defpw("lt", np.less, rule=only("bif", "lt_cpu", rule_compare), names=("lt", "less"),
+           lower=_lw.compare("<"),
            onnx="Less")
-le = defpw("le", np.less_equal, rule=rule_compare, names=("le", "less_equal"),
-           lower=_lw.compare("<="),
+le = defpw("le", np.less_equal, rule=only("bif", "le_cpu", rule_compare),
+           names=("le", "less_equal"), lower=_lw.compare("<="),
            onnx="LessOrEqual")
-gt = defpw("gt", np.greater, rule=rule_compare, names=("gt", "greater"), lower=_lw.compare(">"),
+gt = defpw("gt", np.greater, rule=only("bif", "gt_cpu", rule_compare), names=("gt", "greater"),
+           lower=_lw.compare(">"),
            onnx="Greater")
-ge = defpw("ge", np.greater_equal, rule=rule_compare, names=("ge", "greater_equal"),
-           lower=_lw.compare(">="),
+ge = defpw("ge", np.greater_equal, rule=only("bif", "ge_cpu", rule_compare),
+           names=("ge", "greater_equal"), lower=_lw.compare(">="),
            onnx="GreaterOrEqual")
 logical_and = defpw("logical_and", np.logical_and, tensor_only=True, rule=rule_compare,
                     lower=Lower("((uint8_t)(({a} != 0) & ({b} != 0)))", compare=True),

@@ -13,7 +13,8 @@ from ..dispatch import rule_promote
 from .registry import METHODS as _METHODS
 from .lowering import Lower, NO_INT, COSTLY
 from . import lowering_pointwise as _lw
-from .pointwise import defpw, only, _zeros, _unary, _np_torch_name, where
+from . import complex_ops as _cx
+from .pointwise import defpw, only, _zeros, _unary, _np_torch_name, where, no_complex
 
 
 # ---- unary math: float results for integer inputs ----
@@ -95,7 +96,8 @@ def _logit_grad(g, self, eps):
     return where(inside, g / (self * (1 - self)), 0.0)
 
 
-logit = _unary("logit", None, _logit_grad, kernel=_logit_kernel, attrs={"eps": None})
+logit = _unary("logit", None, _logit_grad, kernel=_logit_kernel, attrs={"eps": None},
+               rule=only("bif", "logit_cpu", dispatch.rule_float))
 
 _SQRT_PI = math.sqrt(math.pi)
 
@@ -249,13 +251,14 @@ def _erfinv_kernel(xp, a):
 TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 erf = _unary("erf", None, lambda g, self: g * TWO_OVER_SQRT_PI * (-(self * self)).exp(),
              kernel=_erf_kernel, lower=_lw.cmath("em_erf"),
+             rule=only("bif", "erf_vml_cpu", dispatch.rule_float),
              onnx="Erf")
 erfc = _unary("erfc", None, lambda g, self: -g * TWO_OVER_SQRT_PI * (-(self * self)).exp(),
-              kernel=_erfc_kernel,
+              kernel=_erfc_kernel, rule=only("bif", "erfc_vml_cpu", dispatch.rule_float),
               onnx=_ox.erfc)
 erfinv = _unary("erfinv", None,
                 lambda g, result: g * (math.sqrt(math.pi) / 2) * (result * result).exp(),
-                kernel=_erfinv_kernel)
+                kernel=_erfinv_kernel, rule=only("bif", "erfinv_vml_cpu", dispatch.rule_float))
 
 
 # ---- unary, same dtype as input ----
@@ -270,8 +273,9 @@ def _neg_kernel(xp, a):
 neg = _unary("neg", None, lambda g: -g, rule=rule_promote, errstate=False, kernel=_neg_kernel,
              names=("neg", "negative"), lower=Lower("(({T})-{a})"),
              onnx="Neg")
-abs = _unary("abs", np.abs, lambda g, self: g * self.sign(), rule=only("if", "abs_cpu"),
-             errstate=False, names=("abs", "absolute"),
+# for complex z: |z| is real and its gradient g * z / |z| (ops/complex_ops.py)
+abs = _unary("abs", np.abs, lambda g, self: g * self.sgn(), rule=_cx.abs_rule,
+             errstate=False, names=("abs", "absolute"), holomorphic=False,
              lower=Lower("fabs{f}({a})", c_int="(({T})({a} < 0 ? -{a} : {a}))"),
              onnx="Abs")
 
@@ -288,10 +292,19 @@ def _rule_square(dt, name):
     return (D.int64, D.int64) if dt is D.bool_ else (dt, dt)
 
 
-sign = _unary("sign", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel,
+sign = _unary("sign", None, lambda g: _zeros(g), kernel=_sign_kernel,
+             rule=no_complex("Unlike NumPy, torch.sign is not intended to support complex "
+                             "numbers. Please use torch.sgn instead.", rule_promote),
              lower=Lower(_lw.sign_c),
-              onnx="Sign")
-sgn = _unary("sgn", None, lambda g: _zeros(g), rule=rule_promote, kernel=_sign_kernel)
+             onnx="Sign")
+
+
+def _sgn_kernel(xp, a):
+    return _cx.sgn_kernel(xp, a) if a.dtype.kind == "c" else _sign_kernel(xp, a)
+
+
+sgn = _unary("sgn", None, _cx.sgn_grad, rule=rule_promote, kernel=_sgn_kernel,
+             holomorphic=False)
 square = _unary("square", np.square, lambda g, self: 2 * g * self, rule=_rule_square,
                 errstate=False, node_name="PowBackward0", lower=Lower("(({T})({a} * {a}))"),
                 onnx=_ox.square)
@@ -374,7 +387,8 @@ def _relu_grad(g, result):
     return _relu_backward(g, result)
 
 
-relu = _unary("relu", None, _relu_grad, rule=rule_promote, errstate=False, kernel=_relu_kernel,
+relu = _unary("relu", None, _relu_grad, errstate=False, kernel=_relu_kernel,
+              rule=no_complex("clamp is not supported for complex types", rule_promote),
               lower=Lower("({a} < 0 ? ({T})0 : {a})"),
               onnx="Relu")   # keeps NaN (and -0.0) like torch
 

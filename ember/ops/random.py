@@ -85,9 +85,9 @@ def set_rng_state(new_state):
     default_generator.set_state(new_state)
 
 
-def _float_dtype(dtype, name):
+def _float_dtype(dtype, name, complex_ok=False):
     dt = _dtype_or_default(dtype)
-    if not dt.is_floating_point:
+    if not (dt.is_floating_point or (complex_ok and dt.is_complex)):
         raise NotImplementedError(f'"{name}" not implemented for \'{torch_name(dt)}\'')
     return dt
 
@@ -95,20 +95,26 @@ def _float_dtype(dtype, name):
 def rand(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
          layout=None, pin_memory=False):
     """Uniform samples on [0, 1)."""
-    dt = _float_dtype(dtype, "check_uniform_bounds")
+    dt = _float_dtype(dtype, "check_uniform_bounds", complex_ok=True)
+    shape = _size_args(_sizes(sizes, size))
     if on_meta(device):     # nothing drawn: the generator does not move (as in torch)
-        return meta_factory(_size_args(_sizes(sizes, size)), dt, requires_grad)
-    arr = _rng(generator).random(_size_args(_sizes(sizes, size)), dtype=np.float64)
+        return meta_factory(shape, dt, requires_grad)
+    arr = _rng(generator).random(shape, dtype=np.float64)
+    if dt.is_complex:       # both parts uniform on [0, 1), as torch
+        arr = arr + 1j * _rng(generator).random(shape, dtype=np.float64)
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
 
 def randn(*sizes, size=None, generator=None, dtype=None, device=None, requires_grad=False, out=None,
           layout=None, pin_memory=False):
     """Standard normal samples."""
-    dt = _float_dtype(dtype, "normal_kernel_cpu")
+    dt = _float_dtype(dtype, "normal_kernel_cpu", complex_ok=True)
+    shape = _size_args(_sizes(sizes, size))
     if on_meta(device):
-        return meta_factory(_size_args(_sizes(sizes, size)), dt, requires_grad)
-    arr = _rng(generator).standard_normal(_size_args(_sizes(sizes, size)))
+        return meta_factory(shape, dt, requires_grad)
+    arr = _rng(generator).standard_normal(shape)
+    if dt.is_complex:       # each part N(0, 1/2): variance 1 in all, as torch
+        arr = (arr + 1j * _rng(generator).standard_normal(shape)) * np.sqrt(0.5)
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
 

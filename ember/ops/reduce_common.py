@@ -78,10 +78,16 @@ def expand_grad(g, shape, ds, keepdim):
     return restore(g, shape, ds, keepdim).expand(shape)
 
 
+def refuse_complex(name, dt):
+    """Ordering ops (max, sort, median...) have no complex kernel in torch."""
+    if dt._kind == 3:
+        raise NotImplementedError(f'"{name}" not implemented for \'{D.torch_name(dt)}\'')
+
+
 def reduce_result(op, input, dims, keepdim, arr, dt, attrs):
     """Wrap a reduction's result and attach `op`'s node (floating results only)."""
     out = wrap(arr, dt)
-    if state.enabled and input._requires_grad and dt.is_floating_point:
+    if state.enabled and input._requires_grad and dt._kind >= 2:
         graph.record(op, (input,), out, attrs)
     return out
 
@@ -195,7 +201,7 @@ def select_values(op, input, idx, dim, keepdim):
         vals = np.squeeze(vals, dim)
     # (.copy() for 0-d: a meta array's copy is meta, np.array's would not be)
     out = wrap(vals.copy() if vals.ndim == 0 else np.array(vals, copy=True), input.dtype)
-    if state.enabled and input._requires_grad and input.dtype.is_floating_point:
+    if state.enabled and input._requires_grad and input.dtype._kind >= 2:
         graph.record(op, (input,), out, {"idx": idx, "dim": dim, "shape": a.shape,
                                          "keepdim": keepdim})
     return out
@@ -256,4 +262,4 @@ def sum_dtype(input, dtype):
     """sum/nansum/prod/cumsum result dtype: `dtype` if given, else int64 for integers/bool."""
     if dtype is not None:
         return D.to_dtype(dtype)
-    return input.dtype if input.dtype.is_floating_point else D.int64
+    return input.dtype if input.dtype._kind >= 2 else D.int64

@@ -77,11 +77,11 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
 def _mean_dtype(input, dtype, name="mean"):
     if dtype is not None:
         dt = D.to_dtype(dtype)
-        if not dt.is_floating_point:
+        if dt._kind < 2:
             raise RuntimeError(f"{name}(): could not infer output dtype. Optional dtype must be "
                                f"either a floating point or complex dtype. Got: {torch_name(dt)}")
         return dt
-    if not input.dtype.is_floating_point:
+    if input.dtype._kind < 2:
         raise RuntimeError(f"{name}(): could not infer output dtype. Input dtype must be either "
                            f"a floating point or complex dtype. Got: {torch_name(input.dtype)}")
     return input.dtype
@@ -115,7 +115,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
 
 def nanmean(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Mean of the non-NaN elements (composite: nansum / count, as in PyTorch)."""
-    if not input.dtype.is_floating_point:
+    if input.dtype._kind < 2:
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {torch_name(input.dtype)}")
     x = input if dtype is None else input.to(_mean_dtype(input, dtype, "nanmean"))
@@ -301,7 +301,21 @@ _STD_MEAN = multi_output(OpDef("std_mean", REDUCTION, attrs=_VAR.attrs,
                                node_name="StdMeanBackward0"))
 
 
+def _complex_var_std(name, input, dim, unbiased, keepdim, correction, with_mean):
+    """A complex input's variance is its parts' variances summed (a real result); the mean
+    stays complex. Written in ember ops, so it is differentiable through the part views."""
+    v = (_var_std("var", input.real, dim, unbiased, keepdim, correction, False) +
+         _var_std("var", input.imag, dim, unbiased, keepdim, correction, False))
+    if name.startswith("std"):
+        v = v.sqrt()
+    if not with_mean:
+        return v
+    return v, input.mean(dim if dim is not None else None, keepdim=keepdim)
+
+
 def _var_std(name, input, dim, unbiased, keepdim, correction, with_mean):
+    if input.dtype.is_complex:
+        return _complex_var_std(name, input, dim, unbiased, keepdim, correction, with_mean)
     if not input.dtype.is_floating_point:
         what = "std and var" if name in ("var", "std") else name
         raise RuntimeError(f"{what} only support floating point and complex dtypes")

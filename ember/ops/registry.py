@@ -62,7 +62,13 @@ class OpDef:
       instead of saving; default: POINTWISE and VIEW), ``fresh_result`` (the result is new
       memory and keeps no reference to the inputs, so the compiler may pool its inputs'
       buffers; default: POINTWISE, REDUCTION, EXTERN), ``scalars_as_tensors`` (PyTorch's node
-      saves a Python-scalar operand as a 0-d tensor: mul, div).
+      saves a Python-scalar operand as a 0-d tensor: mul, div);
+    - ``holomorphic``: the ``grads`` formulas are the real-case ones (the incoming gradient
+      times the local derivative; for a linear op, its transpose), and for a complex gradient
+      the node applies them as ``conj(formula(conj(g)))``, which is torch's convention
+      (conjugate Wirtinger) for holomorphic ops. False: the formulas already follow that
+      convention for complex inputs (abs, angle, real, view_as_real, fft...), and run as
+      written (autograd/graph.py).
     """
 
     def __init__(self, name, kind, *, kernel=None, kernels=None, ufunc=None, meta=None,
@@ -70,7 +76,8 @@ class OpDef:
                  dtype_rule=None, decomp=None, fused=None, lower=None, amp=None, impure=None,
                  recompute=None, fresh_result=None, scalars_as_tensors=False, onnx=None,
                  overloads=(), node_name=None, method=True, function=True, inplace=False,
-                 errstate=False, int_div_check=False, doc=None):
+                 errstate=False, int_div_check=False, doc=None,
+                 holomorphic=True):
         self.name = name
         self.kind = kind
         self.overloads = tuple(overloads)
@@ -100,6 +107,7 @@ class OpDef:
         self.errstate = errstate      # silence NumPy's floating-point warnings in the kernel
         self.int_div_check = int_div_check
         self.doc = doc
+        self.holomorphic = holomorphic
         self.node_name = node_name or _camel(name) + "Backward0"
         # grads: {input name or tuple of names: formula(grad, **needed)}; the formula's
         # parameter names say what it reads: input names, "result" (the output) or attribute

@@ -22,7 +22,7 @@ from .reduce_common import (flip, kernel_dtype, selecting_op, select_values, ind
 
 
 def _record(op, input, out, attrs):
-    if state.enabled and input._requires_grad and out.dtype.is_floating_point:
+    if state.enabled and input._requires_grad and out.dtype._kind >= 2:
         graph.record(op, (input,), out, attrs)
     return out
 

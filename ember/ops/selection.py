@@ -22,11 +22,12 @@ from . import meta_rules as M
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, restore, LOWP, selecting_op,
                             select_values, index_tensor, multi_output, grad_at, write_out,
-                            take_along, picked_jvp)
+                            take_along, picked_jvp, refuse_complex)
 
 
 def _sortable(a, dt):
     """NumPy sorts/argmaxes float16 fine; bfloat16 (ml_dtypes) goes through float32."""
+    refuse_complex("sort", dt)
     return a.astype(np.float32) if dt in LOWP else a
 
 
@@ -43,7 +44,7 @@ def _need_dim(name, a):
 
 
 def _record(op, input, out, attrs):
-    if state.enabled and input._requires_grad and input.dtype.is_floating_point:
+    if state.enabled and input._requires_grad and input.dtype._kind >= 2:
         graph.record(op, (input,), out, attrs)
     return out
 
@@ -80,6 +81,7 @@ def _extreme(name, largest):
             return (maximum if largest else minimum)(input, dim if other is None else other,
                                                      out=out)
         a = input._data
+        refuse_complex(name + "_all", input.dtype)
         if dim is None:
             _need_dim(name, a)
             r = wrap(np.max(a) if largest else np.min(a), input.dtype)
@@ -126,6 +128,7 @@ def _check_extent(name, a, dims):
 def _a_extreme(name, largest):
     def fn(input, dim=(), keepdim=False, *, out=None):
         a = input._data
+        refuse_complex("max_values_cpu" if largest else "min_values_cpu", input.dtype)
         dims = _dims(dim, a.ndim)
         _check_extent(name, a, dims)
         r = (np.max if largest else np.min)(a, axis=_axis(dims, a.ndim), keepdims=keepdim)
@@ -161,6 +164,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     """(min, max) together, over all elements or one `dim`."""
     if dim is not None and not isinstance(dim, int):
         raise TypeError(f"aminmax(): argument 'dim' must be int, not {type(dim).__name__}")
+    refuse_complex("aminmax_cpu", input.dtype)
     a = input._data
     dims = _dims(dim, a.ndim)
     if dims is not None and a.ndim and a.shape[dims[0]] == 0:
@@ -171,7 +175,7 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
     ax = _axis(dims, a.ndim)
     lo = wrap(np.min(a, axis=ax, keepdims=keepdim), input.dtype)
     hi = wrap(np.max(a, axis=ax, keepdims=keepdim), input.dtype)
-    if state.enabled and input._requires_grad and input.dtype.is_floating_point:
+    if state.enabled and input._requires_grad and input.dtype._kind >= 2:
         graph.record_multi(_AMINMAX, (input,), (lo, hi), {"dims": dims, "keepdim": keepdim})
     return write_out(out, RT.aminmax(lo, hi))
 

@@ -20,11 +20,12 @@ from .. import return_types as RT
 from . import meta_rules as M
 from .registry import OpDef, REDUCTION, OPS, register, register_each
 from .reduce_common import (LOWP, selecting_op, select_values, index_tensor, write_out,
-                            picked_jvp)
+                            picked_jvp, refuse_complex)
 
 
 def _argsort(a, dt, d, descending):
     """Stable argsort along d; descending keeps equal elements in their original order."""
+    refuse_complex("sort", dt)
     if dt in LOWP:
         a = a.astype(np.float32)
     if not descending:
@@ -140,6 +141,7 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
 
 
 def _sortable(a, dt):
+    refuse_complex("unique", dt)
     return a.astype(np.float32) if dt in LOWP else a
 
 

@@ -19,4 +19,8 @@ from .rmsprop import RMSprop  # noqa: F401
 from .adagrad import Adagrad  # noqa: F401
 from .adadelta import Adadelta  # noqa: F401
 from .lbfgs import LBFGS  # noqa: F401
+from .asgd import ASGD  # noqa: F401
+from .rprop import Rprop  # noqa: F401
+from .adafactor import Adafactor  # noqa: F401
+from .muon import Muon  # noqa: F401
 from . import lr_scheduler  # noqa: F401

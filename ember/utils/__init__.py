@@ -1,10 +1,12 @@
-"""ember.utils: data loading (`ember.utils.data`) and the gradient doctor (`grad_doctor`).
+"""ember.utils: data loading (`ember.utils.data`), activation checkpointing
+(`ember.utils.checkpoint`) and the gradient doctor (`grad_doctor`).
 
 `import ember.utils.cpp_extension` for C extensions (it sits above, with the compiler).
 """
 import importlib
 
 from . import data  # noqa: F401
+from . import checkpoint  # noqa: F401
 
 
 def __getattr__(name):

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 import ember
+from ember.ops.registry import FUNCTIONS
 from _layouts import apply_layout, base_shape  # tests/_layouts.py (tests/ is on sys.path)
 
 LAYOUTS = ("C", "T", "step", "expand", "offset")
@@ -20,7 +21,8 @@ LAYOUTS = ("C", "T", "step", "expand", "offset")
 
 @dataclass(frozen=True)
 class T:
-    """A tensor argument: `shape`, `dtype` ("float32", "float64", "int64", "bool"), `layout`
+    """A tensor argument: `shape`, `dtype` ("float32", "float64", "int64", "bool",
+    "complex64", "complex128"), `layout`
     (one of LAYOUTS), values uniform in [lo, hi] (integers: lo..hi inclusive; `signed`: the
     magnitude is drawn from [lo, hi] and the sign at random, which keeps values away from
     zero). `values` gives the data explicitly; `make` shapes it further: "wellcond" (a square
@@ -110,6 +112,8 @@ def _values(rng, t, shape, dtype):
     a = rng.uniform(t.lo, t.hi, size=shape)
     if t.signed:
         a = a * rng.choice([-1.0, 1.0], size=shape)
+    if dtype.startswith("complex"):   # real and imaginary parts both from the domain
+        a = a + 1j * rng.uniform(t.lo, t.hi, size=shape)
     if t.make == "specials" and a.size:
         sp = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0])
         a = np.where(rng.random(shape) < 0.3, rng.choice(sp, size=shape), a)
@@ -207,11 +211,26 @@ def _linalg_name(name):
     return None
 
 
+def _special_name(name):
+    """'entr' for 'special_entr' when ember.special.entr is the op (torch.special's names)."""
+    if name.startswith("special_") and hasattr(ember.special, name[8:]):
+        return name[8:]
+    return None
+
+
+def _fft_name(name):
+    """'rfft' for 'fft_rfft' when ember.fft.rfft is the op (torch.fft's names)."""
+    if name.startswith("fft_") and hasattr(ember.fft, name[4:]):
+        return name[4:]
+    return None
+
+
 def is_public(name):
     """Reachable as ember.<name>, Tensor.<name>, ember.nn.functional.<name> or, for
-    linalg_<f>, ember.linalg.<f>."""
+    linalg_<f> / special_<f>, ember.linalg.<f> / ember.special.<f>."""
     return hasattr(ember, name) or hasattr(ember.Tensor, name) or \
-        hasattr(ember.nn.functional, name) or _linalg_name(name) is not None
+        hasattr(ember.nn.functional, name) or _linalg_name(name) is not None or \
+        _special_name(name) is not None or _fft_name(name) is not None
 
 
 def call(name, sample, args, kwargs, lib, reference=None):
@@ -222,7 +241,14 @@ def call(name, sample, args, kwargs, lib, reference=None):
         return reference(*args, **kwargs)
     if not sample.method and not hasattr(ember, name) and _linalg_name(name):
         return getattr(lib.linalg, _linalg_name(name))(*args, **kwargs)
-    if not sample.method and not hasattr(ember, name) and hasattr(ember.nn.functional, name):
+    if not sample.method and not hasattr(ember, name) and _fft_name(name):
+        return getattr(lib.fft, _fft_name(name))(*args, **kwargs)
+    if not sample.method and not hasattr(ember, name) and _special_name(name):
+        return getattr(lib.special, _special_name(name))(*args, **kwargs)
+    if not sample.method and hasattr(ember.nn.functional, name) and (
+            not hasattr(ember, name) or name not in FUNCTIONS):
+        # an nn.functional op; ember.<name>, if any, is torch's top-level form of it
+        # (ember/toplevel_forms.py: other signatures, tested in tests/ops)
         return getattr(lib.nn.functional, name)(*args, **kwargs)
     if sample.method or not hasattr(ember, name):
         meth = sample.method if isinstance(sample.method, str) else name

@@ -15,9 +15,17 @@ from dataclasses import replace
 try:
     from ._make import B, S, Sample, T, is_public
     from .samples_ops import EXTRA, SPECIAL as _OPS_SPECIAL
+    from .samples_special import SPECIAL as _SPECIAL_FNS, DOMAINS as _SPECIAL_DOMAINS
+    from .samples_misc import SPECIAL as _MISC, DOMAINS as _MISC_DOMAINS
+    from .samples_linalg_more import SPECIAL as _LINALG_MORE
+    from . import samples_complex as _cx
 except ImportError:  # run from this folder (pytest's rootdir-less import mode)
     from _make import B, S, Sample, T, is_public
     from samples_ops import EXTRA, SPECIAL as _OPS_SPECIAL
+    from samples_special import SPECIAL as _SPECIAL_FNS, DOMAINS as _SPECIAL_DOMAINS
+    from samples_misc import SPECIAL as _MISC, DOMAINS as _MISC_DOMAINS
+    from samples_linalg_more import SPECIAL as _LINALG_MORE
+    import samples_complex as _cx
 
 import ember
 from ember.ops.registry import OPS, POINTWISE, REDUCTION
@@ -40,6 +48,9 @@ DOMAINS = {
     "bitwise_right_shift": [dict(lo=0, hi=40), dict(lo=0, hi=3)],
     "abs": [NONZERO], "sgn": [NONZERO], "sign": [NONZERO],   # away from the kink at 0
 }
+DOMAINS.update(_SPECIAL_DOMAINS)
+DOMAINS.update(_cx.DOMAINS)
+DOMAINS.update(_MISC_DOMAINS)
 # one more sample with the op's attributes set
 ATTRS = {
     "add": {"alpha": 2}, "sub": {"alpha": 0.5}, "addcmul": {"value": 0.5},
@@ -66,7 +77,7 @@ def unary(name):
     return [S(T((3, 4), **d)), S(T((2, 3), "float64", "T", **d)), S(T((0, 3), **d)),
             S(T((), "float64", **d)), S(T((3, 2), "float32", "expand", **d)),
             Sample((T((2, 3), "float32", "step", make="specials", **d),), grad=False),
-            S(T((3, 2), "int64", "offset", **d)), S(T((2, 2), "bool"))]
+            S(T((3, 2), "int64", "offset", **d)), S(T((2, 2), "bool"))] + _cx.COMPLEX_UNARY
 
 
 def binary(name):
@@ -80,7 +91,7 @@ def binary(name):
             S(T((3, 2), "int64", "offset", **a), T((3, 2), "int64", "step", **b)),
             S(T((2, 3), "float32", "step", **a), _scalar(b)),
             S(T((2, 2), "int64", **a), T((2, 2), "float32", **b)),
-            S(T((2, 2), "bool"), T((2, 2), "bool"))]
+            S(T((2, 2), "bool"), T((2, 2), "bool"))] + _cx.COMPLEX_BINARY
 
 
 def ternary(name):
@@ -202,6 +213,10 @@ def reduction(name):
 
 SPECIAL = dict(POINTWISE_SPECIAL)
 SPECIAL.update(_OPS_SPECIAL)
+SPECIAL.update(_SPECIAL_FNS)
+SPECIAL.update(_MISC)
+SPECIAL.update(_LINALG_MORE)
+SPECIAL.update(_cx.SPECIAL)
 
 # Private registry entries reached only through a public op; the coverage test runs the
 # public op's samples under a recording dispatch mode and checks the private op is called.
@@ -209,6 +224,7 @@ COVERED_VIA = {
     "_div_trunc": "div", "_where": "where", "_clamp": "clamp",
     "threshold_backward": "relu", "multinomial_m": "multinomial",
 }
+COVERED_VIA.update(_cx.COVERED_VIA)
 
 # Ops about to be registered: samples may be written for them first; the stale-entry check
 # accepts these names (none today).

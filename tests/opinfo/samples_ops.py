@@ -114,6 +114,12 @@ RANDOM = {
     # ember's generator state is its own format: compare the dtype only
     "get_rng_state": [Sample((), post=lambda state: state.dtype)],
     "set_rng_state": [S(L(lambda lib: lib.get_rng_state()))],
+    # the samplers of ember.distributions (ops/random_sampling.py)
+    "poisson": [nv(T((3,), lo=0.5, hi=4)), nv(T((2, 2), "float64", lo=0.1, hi=2))],
+    "binomial": [nv(T((3,), lo=1, hi=9), T((3,), lo=0.1, hi=0.9)),
+                 nv(T((2, 1), "float64", lo=1, hi=5), T((2, 3), "float64", lo=0, hi=1))],
+    "_standard_gamma": [nv(T((3,), lo=0.5, hi=3)), nv(T((2, 2), "float64", lo=0.1, hi=2))],
+    "_sample_dirichlet": [nv(T((2, 3), lo=0.5, hi=3)), nv(T((4,), "float64", lo=0.2, hi=2))],
 }
 
 COMPOSITE = {

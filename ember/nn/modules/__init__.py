@@ -37,3 +37,17 @@ from .padding import (ConstantPad1d, ConstantPad2d, ConstantPad3d, ZeroPad1d,  #
                       ZeroPad2d, ZeroPad3d, ReflectionPad1d, ReflectionPad2d, ReflectionPad3d,
                       ReplicationPad1d, ReplicationPad2d, ReplicationPad3d, CircularPad1d,
                       CircularPad2d, CircularPad3d)
+from .pooling_extra import (LPPool1d, LPPool2d, LPPool3d, FractionalMaxPool2d,  # noqa: F401
+                            FractionalMaxPool3d, MaxUnpool3d)
+from .misc import (Softmax2d, RReLU, ChannelShuffle, CosineSimilarity,  # noqa: F401
+                   PairwiseDistance, TripletMarginWithDistanceLoss, NLLLoss2d, CrossMapLRN2d,
+                   Container)
+from .lazy import (LazyConv1d, LazyConv2d, LazyConv3d, LazyConvTranspose1d,  # noqa: F401
+                   LazyConvTranspose2d, LazyConvTranspose3d, LazyBatchNorm1d, LazyBatchNorm2d,
+                   LazyBatchNorm3d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
+                   UninitializedBuffer)
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: F401
+from .data_parallel import DataParallel  # noqa: F401
+from .linear_cross_entropy import LinearCrossEntropyLoss  # noqa: F401
+from ..linear_cross_entropy_options import LinearCrossEntropyOptions  # noqa: F401
+from .misc import factory_kwargs  # noqa: F401

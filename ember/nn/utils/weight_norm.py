@@ -1,0 +1,81 @@
+"""The legacy ``torch.nn.utils.weight_norm`` (a forward pre-hook; deprecated in torch in
+favour of `parametrizations.weight_norm`, which ember has too).
+
+    m = weight_norm(nn.Linear(20, 40))     # FutureWarning, as in torch
+    m.weight_g.shape, m.weight_v.shape     # (40, 1), (40, 20); m.weight recomputed per call
+    remove_weight_norm(m)
+"""
+import warnings
+
+from ..parameter import Parameter, UninitializedParameter
+from .parametrizations import _norm_except_dim, _weight_norm
+
+__all__ = ["WeightNorm", "weight_norm", "remove_weight_norm"]
+
+
+class WeightNorm:
+    """The pre-hook: sets ``module.<name>`` from ``<name>_g`` and ``<name>_v`` before each
+    forward."""
+
+    def __init__(self, name, dim):
+        self.name = name
+        self.dim = -1 if dim is None else dim
+
+    def compute_weight(self, module):
+        return _weight_norm(getattr(module, self.name + "_v"), getattr(module, self.name + "_g"),
+                            self.dim)
+
+    @staticmethod
+    def apply(module, name, dim):
+        warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
+                      "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning,
+                      stacklevel=3)
+        for hook in module._forward_pre_hooks.values():
+            if isinstance(hook, WeightNorm) and hook.name == name:
+                raise RuntimeError(f"Cannot register two weight_norm hooks on the same "
+                                   f"parameter {name}")
+        fn = WeightNorm(name, dim)
+        weight = getattr(module, name)
+        if isinstance(weight, UninitializedParameter):
+            raise ValueError("The module passed to `WeightNorm` can't have uninitialized "
+                             "parameters. Make sure to run the dummy forward before applying "
+                             "weight normalization")
+        del module._parameters[name]
+        module.register_parameter(name + "_g",
+                                  Parameter(_norm_except_dim(weight, fn.dim).detach()))
+        module.register_parameter(name + "_v", Parameter(weight.detach()))
+        setattr(module, name, fn.compute_weight(module))
+        module.register_forward_pre_hook(fn)
+        return fn
+
+    def remove(self, module):
+        weight = self.compute_weight(module)
+        delattr(module, self.name)
+        del module._parameters[self.name + "_g"]
+        del module._parameters[self.name + "_v"]
+        setattr(module, self.name, Parameter(weight.detach()))
+
+    def __call__(self, module, inputs):
+        setattr(module, self.name, self.compute_weight(module))
+
+
+def weight_norm(module, name="weight", dim=0):
+    """Replace ``module.<name>`` by ``<name>_g * <name>_v / ||<name>_v||`` (recomputed before
+    each forward).
+
+    >>> m = weight_norm(nn.Linear(20, 40))     # doctest: +SKIP
+    >>> m.weight_g.shape
+    ember.Size([40, 1])
+    """
+    WeightNorm.apply(module, name, dim)
+    return module
+
+
+def remove_weight_norm(module, name="weight"):
+    """Undo `weight_norm`: ``module.<name>`` becomes a Parameter again."""
+    for k, hook in module._forward_pre_hooks.items():
+        if isinstance(hook, WeightNorm) and hook.name == name:
+            hook.remove(module)
+            del module._forward_pre_hooks[k]
+            return module
+    raise ValueError(f"weight_norm of '{name}' not found in {module}")

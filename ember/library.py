@@ -37,6 +37,11 @@ backward raises (PyTorch's behaviour), so a missing derivative is never silently
 called on the real inputs and must return tensors of the right shape and dtype without
 computing (``ember.empty_like``...). `opcheck` checks it, the mutation declaration and the
 backward against the kernel.
+
+Deployment: `ember.export`/`ember.jit` record the op as one call node and save it by its
+name; loading resolves the name to the op registered in the loading process (define or
+import it first; a file never carries code). `register_onnx` (or
+``ember.onnx.register_custom_op_symbolic``) gives its ONNX mapping.
 """
 import inspect
 
@@ -46,6 +51,7 @@ from . import ops as _ops_package
 from .autograd.function import Function
 from .autograd.grad_mode import state
 from .core.tensor import Tensor
+from .ops.onnx_rules import Unsupported
 from .ops.registry import BY_NAME, EXTERN, OPS, OpDef, register
 
 __all__ = ["custom_op", "CustomOpDef", "opcheck"]
@@ -124,6 +130,7 @@ class CustomOpDef:
         self._fake = None
         self._backward = self._setup_context = None
         self._function = None
+        self._onnx = {}                   # first opset version -> ONNX mapping (register_onnx)
         self.__name__ = name
         self.__doc__ = fn.__doc__
         self._opdef = OpDef(self._qualname, EXTERN, inputs=tuple(params), method=False,
@@ -170,6 +177,40 @@ class CustomOpDef:
                                "ops that mutate their inputs (mutates_args)")
         self._backward, self._setup_context = backward, setup_context
         self._function = None
+
+    def register_onnx(self, fn=None, /, *, opset_version=None):
+        """The op's ONNX mapping (an ember extension; ``ember.onnx.register_custom_op_symbolic``
+        calls it): ``fn(g, *args, **kwargs)`` gets the op's arguments with tensors as ONNX
+        values and builds nodes with ``g.op("Sin", x)`` (ember/onnx/builder.py), returning
+        the result's value(s); ``g.op("mylib::myop", x, attr=...)`` writes a node in the
+        custom domain ``mylib`` instead. With `opset_version`, `fn` serves that opset and
+        later ones (the latest registration at or below the export's opset is used). Stored
+        as the OpDef's ``onnx`` field. A decorator when `fn` is omitted.
+
+        >>> @twice.register_onnx
+        ... def _(g, x):
+        ...     return g.op("Mul", x, g.const(2.0, x.dtype))
+        """
+        def inner(f):
+            if not callable(f):
+                raise TypeError(f"{self._qualname}: register_onnx expects a function "
+                                f"(g, *args, **kwargs), got {type(f).__name__}")
+            self._onnx[0 if opset_version is None else int(opset_version)] = f
+            self._opdef.onnx = self._onnx_mapping
+            return f
+        return inner(fn) if fn is not None else inner
+
+    def _unregister_onnx(self, opset_version=None):
+        self._onnx.pop(0 if opset_version is None else int(opset_version), None)
+        if not self._onnx:
+            self._opdef.onnx = None
+
+    def _onnx_mapping(self, g, *args, **kwargs):
+        usable = [v for v in self._onnx if v <= g.opset]
+        if not usable:
+            raise Unsupported(f"its ONNX mapping is registered for opset "
+                              f"{min(self._onnx)} and later, not for opset {g.opset}")
+        return self._onnx[max(usable)](g, *args, **kwargs)
 
     # ---- calling ----
     def __call__(self, *args, **kwargs):

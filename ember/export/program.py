@@ -378,6 +378,9 @@ def readable(ep, cls=True):
             rhs = f"{n.args[0].name}[{n.index}]"
         else:
             args = [_fmt(a) for a in n.args] + [f"{k}={_fmt(v)}" for k, v in n.kwargs.items()]
-            rhs = f"{n.opname}({', '.join(args)})"
+            name = n.opname
+            if "::" in name:          # a custom op, as torch prints torch.ops.mylib.myop.default
+                name = name.replace("::", ".") + ".default"
+            rhs = f"{name}({', '.join(args)})"
         lines.append(f"{ind}{n.name}{_ann(n.meta)} = {rhs}")
     return "\n".join(lines) + "\n"

@@ -7,7 +7,9 @@ A zip archive (stored, not compressed) holding
                   the signature, input/output structure, size checks and symbols
   tensors/<i>     each parameter, buffer and constant as raw little-endian bytes (dtype and
                   shape in graph.json)
-Nothing in the file is executed: ops resolve only to ember's registered ops (`lookup`), names
+Nothing in the file is executed: ops resolve only to ember's registered ops (`lookup`; a
+custom op, ``ember.ops.mylib::myop``, to the op of that name registered in the loading
+process, whose schema must match the saved one, else a clear error), names
 are checked to be identifiers, symbolic sizes are parsed from a small arithmetic grammar,
 and no pickle is involved. So a file loads in a process that imports only ember, without the
 model's class. A newer format version is refused; a corrupt or truncated file is an
@@ -33,6 +35,7 @@ from ..nn.parameter import Parameter
 from ..compiler.graph import Graph, Node
 from ..compiler.dynamic import Sym
 from ..compiler.runtime import _Slot
+from ..ops.registry import OPS
 from ..version import __version__
 from ._capture import lookup
 from .dims import ValueRange
@@ -207,6 +210,7 @@ def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=None):
         "range_constraints": {k: [v.lower, v.upper if v.upper != math.inf else None]
                               for k, v in ep.range_constraints.items()},
         "aliases": ep._aliases, "tensors": tensors,
+        "custom_ops": _custom_schemas(g),
     }
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "ember_version": __version__,
                 "files": ["graph.json"] + [f"tensors/{i}" for i in range(len(blobs))]}
@@ -217,6 +221,43 @@ def save(ep, f, *, extra_files=None, opset_version=None, pickle_protocol=None):
             z.writestr(f"tensors/{i}", a.astype(a.dtype.newbyteorder("<")).tobytes())
         for k, v in (extra_files or {}).items():
             z.writestr(f"extra/{k}", v)
+
+
+# ---- custom ops (ember.library.custom_op): stored by name, resolved at load ----------------
+def _custom_of(opname):
+    """The CustomOpDef a saved op name (``ember.ops.mylib::myop``) stands for, or None for
+    ember's own ops. Only a name with ``::`` is a custom op's."""
+    if not isinstance(opname, str) or not opname.startswith("ember.ops.") or \
+            "::" not in opname:
+        return None
+    return getattr(OPS.get(opname[len("ember.ops."):]), "custom", None)
+
+
+def _custom_schemas(g):
+    """{qualified name: schema} of the custom ops the graph calls (checked at load)."""
+    return {n.opname[len("ember.ops."):]: _custom_of(n.opname).schema for n in g.nodes
+            if n.kind == "call" and _custom_of(n.opname) is not None}
+
+
+def _lookup(opname, schemas):
+    """The callable of a saved op name. A custom op resolves to the op of that name
+    registered in this process (the file holds no code, so the op's definition must be
+    imported first); a schema other than the one saved is refused."""
+    if isinstance(opname, str) and opname.startswith("ember.ops.") and "::" in opname:
+        qual = opname[len("ember.ops."):]
+        custom = _custom_of(opname)
+        if custom is None:
+            raise ExportFormatError(
+                f"ember.export.load: the program calls the custom op '{qual}', which is not "
+                f"registered in this process. Register it first (define it with "
+                f"ember.library.custom_op({qual!r}, ...) or import the module that does), "
+                f"then load: the file holds only the op's name, never its code")
+        saved = schemas.get(qual)
+        if saved is not None and saved != custom.schema:
+            raise ExportFormatError(
+                f"ember.export.load: the custom op '{qual}' registered in this process has "
+                f"the schema {custom.schema}, but the program was saved with {saved}")
+    return lookup(opname)
 
 
 def _state(ep):
@@ -308,6 +349,9 @@ def _build(doc, blobs):
         tensors[name] = by_file[rec["file"]]
     g = Graph()
     nodes = {}
+    schemas = doc.get("custom_ops") or {}
+    if type(schemas) is not dict:
+        raise ExportFormatError("malformed custom_ops table")
     lifted = [(InputKind[k], t) for k, t in doc["lifted"]]
     for rec in doc["nodes"]:
         kind, name = rec["kind"], _name(rec["name"])
@@ -324,7 +368,7 @@ def _build(doc, blobs):
         elif kind == "lifted":
             n = Node("lifted", name, target=tensors[lifted[index][1]], index=index, meta=meta)
         elif kind == "call":
-            fn = lookup(rec["op"])
+            fn = _lookup(rec["op"], schemas)
             args, kwargs = _dec(rec["args"], nodes), _dec(rec["kwargs"], nodes)
             if type(args) is not tuple or type(kwargs) is not dict or not all(
                     isinstance(k, str) and k.isidentifier() for k in kwargs):

@@ -10,10 +10,13 @@ The `onnx` package is needed only when you call export or load (``pip install on
 the ``ember[onnx]`` extra); `import ember.onnx` works without it. The exporter never needs
 onnxruntime. Each op's ONNX mapping is on its OpDef (``onnx=``, read by exporter.py).
 """
+import re
+
 from .errors import OnnxExporterError, UnsupportedOperatorError
 
 __all__ = ["export", "load", "OnnxExporterError", "UnsupportedOperatorError",
-           "TrainingMode", "is_in_onnx_export"]
+           "TrainingMode", "is_in_onnx_export", "register_custom_op_symbolic",
+           "unregister_custom_op_symbolic"]
 
 _exporting = [False]
 
@@ -52,6 +55,9 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
     or {name: [dims]} for inputs and outputs; those dims are symbolic in the file, and every
     size computed from them is read with Shape at run time. dynamic_shapes (torch.export
     style: {arg name: {dim: Dim}} or a tuple per argument) is turned into dynamic_axes.
+    custom_translation_table: {custom op (or its name): fn(g, *args, **kwargs)}, ONNX
+    mappings of ember.library custom ops for this export (see register_custom_op_symbolic);
+    custom_opsets: {domain: version} of the custom domains their nodes use (default 1).
     `dynamo`, `external_data`, `report`, `optimize`, `verify`, `profile`, ... are accepted
     for torch's signature; ember has one exporter, and they select nothing.
 
@@ -77,6 +83,8 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
         restore = model.training
         model.train(training == TrainingMode.TRAINING)
     _exporting[0] = True
+    exporter.CUSTOM["table"] = _translation_table(custom_translation_table)
+    exporter.CUSTOM["opsets"] = dict(custom_opsets or {})
     try:
         proto = exporter.export_graph(
             model, args, kwargs, helper=onnx.helper, opset=opset, input_names=input_names,
@@ -84,6 +92,7 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
             keep_initializers_as_inputs=keep_initializers_as_inputs, fold=do_constant_folding)
     finally:
         _exporting[0] = False
+        exporter.CUSTOM["table"], exporter.CUSTOM["opsets"] = {}, {}
         if restore is not None:
             model.train(restore)
     if verbose:
@@ -103,6 +112,68 @@ def export(model, args=(), f=None, *, kwargs=None, verbose=None, input_names=Non
 
 
 _PROTOBUF_LIMIT = 2 ** 31 - 2 ** 24      # 2 GB, less room for the graph itself
+
+
+# ---- custom ops (ember.library.custom_op): their ONNX mappings ----------------------------
+_SYMBOLIC_NAME = re.compile(r"^[a-zA-Z0-9-_]+::[a-zA-Z-_]+[a-zA-Z0-9-_]*$")
+
+
+def _custom_op(symbolic_name, what):
+    from ..ops.registry import OPS
+    if not isinstance(symbolic_name, str) or not _SYMBOLIC_NAME.match(symbolic_name):
+        raise OnnxExporterError(
+            f"Failed to {what} operator {symbolic_name}. The symbolic name must match the "
+            "format domain::name, and should start with a letter and contain only "
+            "alphanumeric characters")
+    if symbolic_name.split("::")[0] == "onnx":
+        raise ValueError(f"Failed to {what} operator {symbolic_name}. onnx domain cannot be "
+                         "modified.")
+    custom = getattr(OPS.get(symbolic_name), "custom", None)
+    if custom is None:
+        raise OnnxExporterError(
+            f"Failed to {what} operator {symbolic_name}: no custom op of that name is "
+            "registered in this process (define it with ember.library.custom_op first; "
+            "ember's built-in ops carry their own mappings)")
+    return custom
+
+
+def register_custom_op_symbolic(symbolic_name, symbolic_fn, opset_version):
+    """Give the custom op `symbolic_name` ("mylib::myop") an ONNX mapping for exports at
+    `opset_version` and later (torch.onnx.register_custom_op_symbolic). `symbolic_fn(g,
+    *args, **kwargs)` builds nodes with ``g.op(...)`` (ember/onnx/builder.py) from the op's
+    arguments, tensors arriving as ONNX values; ``g.op("mylib::myop", x, alpha=0.5)`` writes
+    a node of the custom domain (its version from export's ``custom_opsets``, default 1).
+
+    >>> ember.onnx.register_custom_op_symbolic(
+    ...     "mylib::twice", lambda g, x: g.op("Add", x, x), 17)
+    """
+    if not callable(symbolic_fn):
+        raise TypeError("register_custom_op_symbolic: symbolic_fn must be callable")
+    _custom_op(symbolic_name, "register").register_onnx(symbolic_fn,
+                                                        opset_version=opset_version)
+
+
+def unregister_custom_op_symbolic(symbolic_name, opset_version):
+    """Remove the mapping registered for `symbolic_name` at `opset_version`."""
+    _custom_op(symbolic_name, "unregister")._unregister_onnx(opset_version)
+
+
+def _translation_table(table):
+    """custom_translation_table ({custom op or its name: fn(g, *args, **kwargs)}) keyed by
+    the ops' OpDefs, for this export only."""
+    from ..ops.registry import OPS
+    out = {}
+    for key, fn in (table or {}).items():
+        op = OPS.get(key) if isinstance(key, str) else getattr(key, "_opdef", None)
+        if op is None:
+            raise TypeError(f"custom_translation_table: {key!r} is not a registered op "
+                            "(use the custom op, e.g. ember.ops.mylib.myop.default, or its "
+                            "name 'mylib::myop')")
+        if not callable(fn):
+            raise TypeError(f"custom_translation_table[{key!r}] must be a function "
+                            "(g, *args, **kwargs)")
+        out[id(op)] = fn
+    return out
 
 
 def _axes_from_shapes(model, args, kwargs, dynamic_shapes, input_names):

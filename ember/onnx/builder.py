@@ -83,6 +83,7 @@ class Builder:
         self.out = None            # (shape, dtype) of the op being exported, from its meta
         self._names = set()
         self._consts = {}
+        self.domains = set()       # custom domains written (their opset_import entries)
 
     def fresh(self, base="v"):
         base = "".join(c if c.isalnum() or c in "_." else "_" for c in base) or "v"
@@ -100,9 +101,13 @@ class Builder:
         ins = [i.name if isinstance(i, V) else ("" if i is None else i) for i in inputs]
         first = next((i for i in inputs if isinstance(i, V)), None)
         dt = dtype if dtype is not None else (first.dtype if first is not None else None)
+        domain = None
+        if "::" in op_type:       # "mylib::myop": a node of custom domain mylib (as torch's g.op)
+            domain, op_type = op_type.split("::", 1)
+            self.domains.add(domain)
         outs = [self.fresh(op_type.lower()) for _ in range(outputs)]
         attrs = {k: v for k, v in attrs.items() if v is not None}
-        self.nodes.append(self.helper.make_node(op_type, ins, outs,
+        self.nodes.append(self.helper.make_node(op_type, ins, outs, domain=domain,
                                                 name=self.fresh("n_" + op_type), **attrs))
         vals = tuple(V(o, dt) for o in outs)
         return vals[0] if outputs == 1 else vals

@@ -30,6 +30,10 @@ from .capture import (_Trace, _drop_dead, _live, _normalize, _share_constants,
 DEFAULT_OPSET = 17
 OPSETS = range(17, 22)
 
+# set by ember.onnx.export for one export: {id(OpDef): mapping} from custom_translation_table,
+# and {domain: version} from custom_opsets (a custom domain's opset_import; default 1)
+CUSTOM = {"table": {}, "opsets": {}}
+
 
 class _Exporter:
     def __init__(self, helper, opset, fold):
@@ -63,6 +67,8 @@ class _Exporter:
 def _resolve(node):
     """The op's mapping: (OpDef or None, mapping) for a call node."""
     op = node.op
+    if op is not None and id(op) in CUSTOM["table"]:
+        return op, CUSTOM["table"][id(op)]
     name = node.opname.split(".")[-1]
     if op is None and node.inplace:
         base = name[3:-2] if name.startswith("__i") and name.endswith("__") else \
@@ -374,9 +380,10 @@ def _emit(graph, trace, out_nodes, in_nodes, varying, sym_dims, named, helper, o
     inits = [t for t in g.initializers if t.name in used]
     gp = helper.make_graph(g.nodes, "ember_graph", graph_inputs + init_inputs, outs,
                            initializer=inits)
-    opsets = [helper.make_opsetid("", opset)]
+    opsets = [helper.make_opsetid("", opset)] + [
+        helper.make_opsetid(d, int(CUSTOM["opsets"].get(d, 1))) for d in sorted(g.domains)]
     model = helper.make_model(gp, opset_imports=opsets, producer_name="ember",
-                              ir_version=helper.find_min_ir_version_for(opsets))
+                              ir_version=helper.find_min_ir_version_for(opsets[:1]))
     return model
 
 
@@ -407,6 +414,12 @@ def _emit_call(ex, n, shape_of, syms):
     g = ex.g
     op, mapping = _resolve(n)
     opname = op.name if op is not None else n.opname
+    if mapping is None and getattr(op, "custom", None) is not None:
+        raise UnsupportedOperatorError(
+            f"ember.onnx.export: the custom op '{opname}' has no ONNX mapping (called at "
+            f"{n.source}). Give it one: ember.onnx.register_custom_op_symbolic("
+            f"'{opname}', fn, opset_version), @op.register_onnx, or "
+            f"custom_translation_table={{op: fn}}")
     if mapping is None:
         raise UnsupportedOperatorError(
             f"ember.onnx.export: the op '{opname}' has no ONNX mapping (called at "

@@ -15,7 +15,7 @@ from ..autograd.grad_mode import no_grad
 from ..core import dtype as _dtypes
 from ..nn.modules.module import Module
 from ..nn import functional as F
-from ..ops.registry import FUNCTIONS
+from ..ops.registry import FUNCTIONS, OPS
 
 
 class _Ember:
@@ -446,6 +446,15 @@ def _prod(x, dims, keep):
     return x
 
 
+def _attr(v):
+    """An attribute value for a custom op's keyword: ONNX strings arrive as bytes."""
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, list):
+        return [_attr(x) for x in v]
+    return v
+
+
 class OnnxModule(Module):
     """An ONNX graph run with ember ops (see the module docstring).
 
@@ -470,8 +479,17 @@ class OnnxModule(Module):
         self._nodes = []
         for n in g.node:
             if n.domain not in ("", "ai.onnx"):
-                raise NotImplementedError(f"ember.onnx.load: op domain {n.domain!r} "
-                                          f"({n.op_type})")
+                # a custom domain's node runs the custom op "domain::op_type" registered in
+                # this process (ember.library.custom_op), attributes as keyword arguments
+                custom = getattr(OPS.get(f"{n.domain}::{n.op_type}"), "custom", None)
+                if custom is None:
+                    raise NotImplementedError(
+                        f"ember.onnx.load: op domain {n.domain!r} ({n.op_type}): no custom op "
+                        f"'{n.domain}::{n.op_type}' is registered in this process; define it "
+                        f"with ember.library.custom_op (or import its module) before loading")
+                attrs = {a.name: _attr(helper.get_attribute_value(a)) for a in n.attribute}
+                self._nodes.append((custom, list(n.input), list(n.output), attrs))
+                continue
             if n.op_type not in ONNX_OPS and n.op_type != "Split":
                 raise NotImplementedError(f"ember.onnx.load: the ONNX op {n.op_type!r} "
                                           f"(node {n.name!r}) is not supported")
@@ -487,7 +505,9 @@ class OnnxModule(Module):
         with no_grad():
             for op_type, ins, outs, attrs in self._nodes:
                 args = [env[i] if i else None for i in ins]
-                if op_type == "Split":
+                if not isinstance(op_type, str):          # a custom op (see __init__)
+                    r = op_type(*args, **attrs)
+                elif op_type == "Split":
                     r = _split(args, attrs, len(outs))
                 else:
                     r = ONNX_OPS[op_type](args, attrs)

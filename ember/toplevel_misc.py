@@ -1,11 +1,11 @@
-"""torch's top-level settings, constructors and glue that were missing: matmul precision,
-warn-always and deterministic-debug flags, the legacy autocast and anomaly setters,
+"""torch's top-level settings, constructors and glue that were missing: the warn-always and
+deterministic-debug flags, the legacy autocast and anomaly setters,
 set_default_tensor_type, asarray / frombuffer / from_file / empty_permuted, to_dlpack,
 gradient, norm_except_dim, and the eager forms of torch.cond / torch.while_loop.
 
-Settings with no effect on NumPy kernels are still recorded and read back as torch does
-(set_float32_matmul_precision), or answer as torch does on a machine without the feature
-(set_flush_denormal returns False: NumPy cannot flush denormals).
+Settings with no effect on NumPy kernels are still recorded and read back as torch does, or
+answer as torch does on a machine without the feature (set_flush_denormal returns False: NumPy
+cannot flush denormals). (The float32 matmul precision is ember.backends'.)
 ember/__init__.py publishes `__all__`.
 """
 import builtins
@@ -20,25 +20,11 @@ from .ops.registry import FUNCTIONS as F
 from .autograd.grad_mode import state as _grad_state
 from .amp import autocast_mode as _amp, policy as _policy
 
-_settings = {"matmul_precision": "highest", "warn_always": False, "deterministic": False,
+_settings = {"warn_always": False, "deterministic": False,
              "warn_only": False}
 
 
 # ---- settings -----------------------------------------------------------------------------
-def set_float32_matmul_precision(precision):
-    """Record the float32 matmul precision hint ("highest", "high" or "medium")."""
-    if precision not in ("highest", "high", "medium"):
-        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
-                      "setFloat32MatmulPrecision call has no effect.")
-        return
-    _settings["matmul_precision"] = precision
-
-
-def get_float32_matmul_precision():
-    """The float32 matmul precision hint ("highest" unless set)."""
-    return _settings["matmul_precision"]
-
-
 def set_warn_always(b):
     """Make warnings that torch shows once show every time (the flag is recorded)."""
     _settings["warn_always"] = builtins.bool(b)
@@ -360,7 +346,7 @@ def while_loop(cond_fn, body_fn, carried_inputs):
     return carried
 
 
-__all__ = ["set_float32_matmul_precision", "get_float32_matmul_precision", "set_warn_always",
+__all__ = ["set_warn_always",
            "is_warn_always_enabled", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled",
            "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",

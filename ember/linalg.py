@@ -13,7 +13,7 @@ import numpy as np
 from .core import dtype as D
 from .core import strides as S
 from .core.tensor import Tensor
-from .dispatch import wrap, torch_name
+from .dispatch import int_arg, wrap, torch_name
 from .return_types import _make
 from .ops.registry import OpDef, EXTERN, FP32, LOWER_PRECISION, register
 from .ops import reduction as _reduction
@@ -447,6 +447,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 def matrix_power(A, n, *, out=None):
     """A^n by repeated squaring (n < 0 uses the inverse), as a product of ember ops."""
+    n = int_arg(n, "matrix_power", "n", 2)
     if A.dim() < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
                            "dimensions.")
@@ -530,6 +531,10 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
+    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype != y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
+                           f"x of type {torch_name(x.dtype)} and y of type "
+                           f"{torch_name(y.dtype)} instead")
     return _out((x * y).sum(dim), out)
 
 

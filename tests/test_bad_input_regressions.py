@@ -109,6 +109,97 @@ CASES = {
         lib.tensor([NAN, 0.3, -2.0, 2.0, -0.5])),
     "softshrink nan": lambda lib: lib.nn.functional.softshrink(
         lib.tensor([NAN, 0.3, -2.0, 2.0, math.inf])),
+    # found by tests/fuzz (second pass): wrong values
+    "adaptive_avg_pool3d inf stays in its window": lambda lib: lib.nn.functional.adaptive_avg_pool3d(
+        lib.tensor([[[[[1.0, math.inf, 2.0], [0.5, 1.0, NAN], [3.0, 1.0, 2.0]]]]]), (2, 2, 2)),
+    "adaptive_avg_pool2d -inf, 5 -> 3": lambda lib: lib.nn.functional.adaptive_avg_pool2d(
+        lib.tensor([[[1.0, -math.inf, 2.0, 0.5, 1.0]] * 2]), (1, 3)),
+    "adaptive_avg_pool1d int": lambda lib: lib.nn.functional.adaptive_avg_pool1d(
+        lib.ones(1, 2, 4, dtype=lib.int64), 2),
+    "bce_with_logits: target's dtype": lambda lib: lib.nn.functional.binary_cross_entropy_with_logits(
+        lib.ones(3, dtype=lib.float64), lib.ones(3)).dtype,
+    "bce_with_logits int input": lambda lib: lib.nn.functional.binary_cross_entropy_with_logits(
+        lib.ones(3, dtype=lib.int64), lib.ones(3)),
+    "bce_with_logits int target": lambda lib: lib.nn.functional.binary_cross_entropy_with_logits(
+        lib.ones(3), lib.ones(3, dtype=lib.int64)),
+    "sdpa: a row with all scores -inf is 0": lambda lib: lib.nn.functional.scaled_dot_product_attention(
+        lib.ones(1, 2, 3), lib.tensor([[[-math.inf, 1, 1], [1, 1, 1], [1, 1, 1.0]]]),
+        lib.arange(9.0).reshape(1, 3, 3), is_causal=True),
+    "sdpa: a fully masked row is 0": lambda lib: lib.nn.functional.scaled_dot_product_attention(
+        lib.ones(1, 2, 3), lib.ones(1, 3, 3), lib.arange(9.0).reshape(1, 3, 3),
+        attn_mask=lib.tensor([[False] * 3, [True, False, True]])),
+    # bool, float and None where an int goes; ints beyond int64 (torch's parser)
+    "topk k bool": lambda lib: lib.ones(5).topk(True),
+    "topk k np.int64": lambda lib: lib.ones(5).topk(np.int64(2)).values,
+    "kthvalue k float": lambda lib: lib.ones(5).kthvalue(2.0),
+    "tril diagonal bool": lambda lib: lib.ones(3, 3).tril(True),
+    "triu diagonal float": lambda lib: lib.ones(3, 3).triu(1.0),
+    "tril diagonal 2**63": lambda lib: lib.ones(3, 3).tril(2 ** 63),
+    "roll shifts bool": lambda lib: lib.ones(3).roll(True),
+    "roll shifts 2**63": lambda lib: lib.ones(3).roll(2 ** 63),
+    "rot90 k float": lambda lib: lib.ones(3, 3).rot90(1.0),
+    "rot90 k 2**63": lambda lib: lib.ones(3, 3).rot90(2 ** 63),
+    "diag_embed offset bool": lambda lib: lib.diag_embed(lib.ones(3), True),
+    "diagflat offset bool": lambda lib: lib.diagflat(lib.ones(3), True),
+    "diagonal offset 2**63": lambda lib: lib.ones(3, 3).diagonal(2 ** 63),
+    "chunk chunks bool": lambda lib: lib.ones(4).chunk(True),
+    "tril_indices offset 2**63": lambda lib: lib.tril_indices(3, 3, 2 ** 63),
+    "triu_indices row 2**63": lambda lib: lib.triu_indices(2 ** 63, 3),
+    "vsplit bool": lambda lib: lib.ones(4, 2).vsplit(True),
+    "softmax dim None": lambda lib: lib.softmax(lib.ones(3), None),
+    "log_softmax dim None": lambda lib: lib.ones(3).log_softmax(None),
+    "F.softmax without dim": lambda lib: lib.nn.functional.softmax(lib.ones(3)),
+    "matrix_power n 2**63": lambda lib: lib.linalg.matrix_power(lib.eye(2), 2 ** 63),
+    "randperm 2**63": lambda lib: lib.randperm(2 ** 63),
+    "randint low float": lambda lib: lib.randint(2.0, 5, (2,)),
+    "randint_like 2**63": lambda lib: lib.randint_like(lib.ones(2), 2 ** 63),
+    "randint_like float": lambda lib: lib.randint_like(lib.ones(2), 3.0),
+    "randn_like unknown keyword": lambda lib: lib.randn_like(lib.ones(2), bogus=1),
+    "linspace steps bool": lambda lib: lib.linspace(0, 1, True),
+    "range without end": lambda lib: lib.range(5),
+    "full_like None": lambda lib: lib.full_like(lib.ones(2), None),
+    "sum_to_size (2.0, 1)": lambda lib: lib.ones(2, 3).sum_to_size((2.0, 1)),
+    "sum_to_size 2**63": lambda lib: lib.ones(2, 3).sum_to_size(2 ** 63, 3),
+    "zeros(2, 2**63)": lambda lib: lib.zeros(2, 2 ** 63),
+    "repeat 2**63": lambda lib: lib.ones(2, 3).repeat(1, 2 ** 63),
+    # dtypes that torch's kernels refuse
+    "trace bool": lambda lib: lib.ones(3, 3, dtype=lib.bool).trace(),
+    "prelu weight float64": lambda lib: lib.nn.functional.prelu(lib.ones(2, 3),
+                                                                lib.ones(3, dtype=lib.float64)),
+    "vecdot float32 . float64": lambda lib: lib.linalg.vecdot(lib.ones(3),
+                                                              lib.ones(3, dtype=lib.float64)),
+    "huber_loss int input": lambda lib: lib.nn.functional.huber_loss(
+        lib.ones(3, dtype=lib.int64), lib.ones(3)),
+    "huber_loss int target": lambda lib: lib.nn.functional.huber_loss(
+        lib.ones(3), lib.ones(3, dtype=lib.int64)),
+    "max_pool3d bool": lambda lib: lib.nn.functional.max_pool3d(
+        lib.ones(1, 2, 4, 4, 4, dtype=lib.bool), 2),
+    "max_pool1d bool": lambda lib: lib.nn.functional.max_pool1d(
+        lib.ones(1, 2, 4, dtype=lib.bool), 2),
+    "max_pool2d int": lambda lib: lib.nn.functional.max_pool2d(
+        lib.arange(16).reshape(1, 1, 4, 4), 2),
+    "multilabel_margin_loss int": lambda lib: lib.nn.functional.multilabel_margin_loss(
+        lib.ones(2, 3, dtype=lib.int64), lib.ones(2, 3, dtype=lib.int64)),
+    "conv_transpose2d padding -1": lambda lib: lib.nn.functional.conv_transpose2d(
+        lib.ones(1, 2, 4, 4), lib.ones(2, 3, 3, 3), padding=-1),
+    "conv_transpose2d output_padding -1": lambda lib: lib.nn.functional.conv_transpose2d(
+        lib.ones(1, 2, 4, 4), lib.ones(2, 3, 3, 3), output_padding=-1),
+    "conv1d weight without channels": lambda lib: lib.nn.functional.conv1d(
+        lib.ones(1, 2, 5), lib.ones(0, 2, 3)),
+    "searchsorted of a str": lambda lib: lib.searchsorted(lib.arange(4.0), "abc", side="right"),
+    "searchsorted of a bool": lambda lib: lib.searchsorted(lib.arange(4.0), True),
+    "bucketize with list boundaries": lambda lib: lib.bucketize(lib.ones(3), [1.0, 2.0]),
+    "dot with a list of floats": lambda lib: lib.dot(lib.ones(2), [1.0, 2.0]),
+    "masked_select with a list mask": lambda lib: lib.ones(2).masked_select([1.0, 2.0]),
+    "max_unpool2d float output_size": lambda lib: lib.nn.functional.max_unpool2d(
+        *lib.nn.functional.max_pool2d(lib.arange(16.0).reshape(1, 1, 4, 4), 2,
+                                      return_indices=True), 2, output_size=(4.0, 4)),
+    "max_unpool2d float kernel_size": lambda lib: lib.nn.functional.max_unpool2d(
+        *lib.nn.functional.max_pool2d(lib.arange(16.0).reshape(1, 1, 4, 4), 2,
+                                      return_indices=True), 2.0),
+    "max_unpool2d output_size": lambda lib: lib.nn.functional.max_unpool2d(
+        *lib.nn.functional.max_pool2d(lib.arange(16.0).reshape(1, 1, 4, 4), 2,
+                                      return_indices=True), 2, output_size=(5, 5)),
 }
 for _name in ("elu", "selu", "celu", "silu", "softplus", "mish", "hardswish", "hardsigmoid",
               "logsigmoid", "leaky_relu", "hardshrink", "softshrink", "glu"):

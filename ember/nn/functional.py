@@ -8,7 +8,7 @@ its derivative for free.
 import math
 import warnings
 
-from ..core.dtype import bool_
+from ..core.dtype import bool_, torch_name as _torch_name
 from ..core.tensor import Tensor
 from ..ops.creation import empty, empty_like
 from ..ops.joining import broadcast_tensors
@@ -116,6 +116,9 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 def prelu(input, weight):
     """Leaky ReLU with a learned slope per channel (dim 1) or one shared slope."""
+    if isinstance(input, Tensor) and isinstance(weight, Tensor) and input.dtype != weight.dtype:
+        raise RuntimeError(f"prelu: Type promoting not supported. Got "
+                           f"{_torch_name(input.dtype)} and {_torch_name(weight.dtype)}")
     if weight.numel() == 1:
         w = weight.reshape(())
     else:   # channels are dim 1; an input of fewer than 2 dims has one channel

@@ -59,6 +59,10 @@ def _check_conv(nd, name, input, weight, bias, groups, transposed=False):
             raise RuntimeError("Given groups, in_channels must be divisible by groups")
         cout = weight.shape[1] * groups
     else:
+        if weight.shape[0] < groups:       # (an empty weight: no output channels)
+            raise RuntimeError(f"Given groups={groups}, expected weight to be at least "
+                               f"{groups} at dimension 0, but got weight of size "
+                               f"{list(weight.shape)} instead")
         if weight.shape[0] % groups:
             raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                                f"{groups} at dimension 0, but got weight of size "
@@ -146,6 +150,10 @@ def _conv_transposend(nd, name, input, weight, bias, stride, padding, output_pad
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
     padding, output_padding = _tup(padding, nd, "padding"), _tup(output_padding, nd,
                                                                  "output_padding")
+    if any(p < 0 for p in padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
     for i in range(nd):
         if output_padding[i] >= max(stride[i], dilation[i]):
             raise RuntimeError("output padding must be smaller than either stride or dilation, "

@@ -17,6 +17,8 @@ from ..ops.joining import broadcast_tensors, cat
 from ..ops.pointwise import where
 from ..ops.pointwise_arith import maximum, minimum
 from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
+from ..core.dtype import torch_name as _torch_name
+from ..dispatch import not_implemented as _not_implemented
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP, NO_FORWARD_AD as _NO_FORWARD_AD
 # cross_entropy and nll_loss are composite ops, defined once in ember/ops; the reduction
 # helpers the other losses share live with them
@@ -74,7 +76,13 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     if tuple(target.shape) != tuple(input.shape):
         raise ValueError(f"Target size ({Size(target.shape)}) must be the same as input "
                          f"size ({Size(input.shape)})")
-    (input, target, weight, pos_weight), dt = _up(input, target, weight, pos_weight)
+    if not input.dtype.is_floating_point:
+        raise _not_implemented("log_sigmoid_cpu", input.dtype)
+    if not target.dtype.is_floating_point:   # torch computes into a copy of (1 - target)
+        raise RuntimeError(f"result type {_torch_name(input.dtype)} can't be cast to the "
+                           f"desired output type {_torch_name(target.dtype)}")
+    dt = target.dtype                  # torch's result has the target's dtype
+    (input, target, weight, pos_weight), _ = _up(input, target, weight, pos_weight)
     log_p, log_q = _log_sigmoid_pair(input)
     if pos_weight is None:
         loss = -(target * log_p + (1 - target) * log_q)
@@ -82,7 +90,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = -(pos_weight * target * log_p + (1 - target) * log_q)
     if weight is not None:
         loss = loss * weight
-    return _down(_reduce(loss, reduction), dt)
+    loss = _reduce(loss, reduction)
+    return loss if loss.dtype == dt else loss.to(dt)
 binary_cross_entropy_with_logits = _composition(
     "binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, amp=_FP32)
 
@@ -131,6 +140,11 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
     if delta <= 0:
         raise RuntimeError("huber_loss does not support non-positive values for delta.")
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        if isinstance(target, Tensor) and target.dtype.is_floating_point:
+            raise RuntimeError(f"result type {_torch_name(target.dtype)} can't be cast to the "
+                               f"desired output type {_torch_name(input.dtype)}")
+        raise _not_implemented("huber_cpu", input.dtype)
 
     def fn(d):
         a = d.abs()
@@ -293,6 +307,8 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     """``sum_{j in targets} sum_{i not in targets} max(0, 1 - (x[j] - x[i])) / C``; the
     targets of a sample are its `target` entries up to the first -1."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if isinstance(input, Tensor) and not input.dtype.is_floating_point:
+        raise _not_implemented("multilabel_margin_loss_forward_out_frame", input.dtype)
     squeeze = input.dim() <= 1
     x = input.reshape(1, -1) if squeeze else input
     t = target.reshape(x.shape).numpy()

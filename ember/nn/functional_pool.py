@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 
-from ..core.dtype import int64
+from ..core.dtype import bool_ as _bool, int64
 from ..ops.creation import ones as _ones, tensor, zeros
-from ..dispatch import wrap, with_mode_seam
+from ..dispatch import not_implemented as _not_implemented, wrap, with_mode_seam
+from ..ops.pointwise import where as _where
 from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.matmul import record_fn
 from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
@@ -137,6 +138,8 @@ def _pool_window(nd, input, ks, st, pad, dil, ceil_mode):
 
 def _max_poolnd(nd, name, input, kernel_size, stride, padding, dilation, ceil_mode,
                 return_indices):
+    if getattr(input, "dtype", None) is _bool:   # (integer inputs have a kernel in torch)
+        raise _not_implemented("max_pool1d_impl" if nd == 1 else name, input.dtype)
     ks, st, pad, dil = _pool_args(nd, name, input, kernel_size, stride, padding, dilation)
     batched, x, size, out = _pool_window(nd, input, ks, st, pad, dil, ceil_mode)
     pads = tuple((pad[i], max(0, (out[i] - 1) * st[i] + dil[i] * (ks[i] - 1) + 1 - size[i]
@@ -342,14 +345,35 @@ def _along(x, dim, m):
 
 def _adaptive_avg(nd, name, input, output_size):
     out = _adaptive_sizes(nd, name, input, output_size)
+    if not input.dtype.is_floating_point:
+        raise _not_implemented("adaptive_avg_pool3d_cpu" if nd == 3 else "adaptive_avg_pool2d",
+                               input.dtype)
     x = input
     for i in range(nd):
-        n_in = x.shape[-nd + i]
+        d = x.dim() - nd + i
+        n_in = x.shape[d]
+        if n_in % out[i] == 0:        # equal windows side by side
+            k = n_in // out[i]
+            if out[i] == 1 or k > 4:  # (NumPy reduces a short middle axis slowly)
+                x = x.reshape(tuple(x.shape[:d]) + (out[i], k) + tuple(x.shape[d + 1:]))
+                x = x.mean(d + 1)
+            else:                     # k strided slices added
+                at = (slice(None),) * d
+                x = sum((x[at + (slice(j, None, k),)] for j in range(1, k)),
+                        x[at + (slice(0, None, k),)]) / k
+            continue
         start, end = _adaptive_bounds(n_in, out[i])
-        j = np.arange(n_in)
-        m = ((j >= start[:, None]) & (j < end[:, None])) / (end - start)[:, None]
-        # ember.tensor, not wrap: a compiler trace records the (shape-only) constant
-        x = _along(x, x.dim() - nd + i, tensor(m.astype(x.dtype.np), dtype=x.dtype))
+        # each window gathered (padded to the widest) and summed: a matmul with a 0/1 matrix
+        # would spread an inf or NaN into every window (0 * inf); padded slots are where()d
+        # to 0. ember.tensor, not wrap: a compiler trace records the (shape-only) constants
+        k = int((end - start).max())
+        pos = start[:, None] + np.arange(k)
+        rest = (1,) * (x.dim() - d - 1)
+        mask = tensor((pos < end[:, None]).reshape((out[i], k) + rest))
+        g = x.index_select(d, tensor(np.minimum(pos, n_in - 1).reshape(-1)))
+        g = g.reshape(tuple(x.shape[:d]) + (out[i], k) + tuple(x.shape[d + 1:]))
+        g = _where(mask, g, tensor(0, dtype=x.dtype))
+        x = g.sum(d + 1) / tensor((end - start).reshape((out[i],) + rest), dtype=x.dtype)
     return x
 
 
@@ -435,6 +459,10 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
     default = tuple((x.shape[2 + i] - 1) * st[i] - 2 * pad[i] + ks[i] for i in range(nd))
     if output_size is None:
         size = default
+        given = [v for v in (kernel_size, stride, padding) if v is not None]
+        if any(isinstance(e, float) for v in given for e in (
+                v if isinstance(v, (tuple, list)) else (v,))):
+            size = tuple(float(s) for s in size)    # (torch's default size is then float)
     else:
         size = tuple(output_size)[-nd:]
         for i in range(nd):
@@ -442,6 +470,10 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
             if not lo < size[i] < hi:
                 raise ValueError(f"invalid output_size \"{list(output_size)}\" (dim {i} must be "
                                  f"between {lo} and {hi})")
+    for i, s in enumerate(size):     # (a float kernel_size gives float sizes too)
+        if isinstance(s, float):     # torch's parser of the kernel's int list
+            raise TypeError(f"max_unpool{nd}d(): argument 'output_size' (position 3) must be "
+                            f"tuple of ints, but found element of type float at pos {i}")
     if ind.shape != x.shape:
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(x.shape)}) but got indices tensor with shape: "

@@ -19,7 +19,7 @@ from ..core import strides as S
 from ..core import tensor as _tensor_module
 from ..core import memory_stats
 from numpy.lib.stride_tricks import as_strided as _as_strided
-from ..dispatch import wrap
+from ..dispatch import int_arg, wrap
 from ..autograd.grad_mode import state
 from .registry import OpDef, CREATION, register, register_each, METHODS, OPS
 
@@ -405,6 +405,9 @@ def empty_like(input, *, dtype=None, layout=None, device=None, requires_grad=Fal
 
 def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
               memory_format=None):
+    if fill_value is None or isinstance(fill_value, (str, list, tuple, dict)):
+        raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
     return _like(input, dtype, fill_value, requires_grad, memory_format, device)
 
 
@@ -440,8 +443,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
 
 def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Deprecated ``torch.range``: like arange but includes `end`."""
-    if end is None:
-        start, end = 0, start
+    if end is None:      # (torch.range has no one-argument form)
+        raise TypeError("range(): argument 'end' (position 2) must be Number, not NoneType")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     n = int(math.floor((end - start) / step)) + 1
     arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt.np)
@@ -451,6 +454,8 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None,
              layout=None):
     """`steps` evenly spaced values from `start` to `end`, both included."""
+    if type(steps) is not int:
+        steps = int_arg(steps, "linspace", "steps", 3)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     start = start.item() if isinstance(start, Tensor) else start

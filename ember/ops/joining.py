@@ -11,7 +11,7 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import int_arg, wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 import builtins
@@ -217,6 +217,10 @@ def _split_n(input, sections, dim, name, min_dim):
     if input.dim() < min_dim:
         raise RuntimeError(f"torch.{name} requires a tensor with at least {min_dim} dimension, "
                            f"but got a tensor with {input.dim()} dimensions!")
+    if isinstance(sections, bool):      # (torch's parser takes no bool for an int)
+        raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                        f"(bool), but expected one of: * (int sections) * (tuple of ints "
+                        f"indices)")
     if isinstance(sections, int):
         size = input.shape[dim]
         if sections == 0 or size % sections:
@@ -278,7 +282,8 @@ _ROLL = OpDef("roll", EXTERN, attrs={"shifts": (), "dims": ()},
 
 def roll(input, shifts, dims=None):
     """Shift elements cyclically along `dims` (of the flattened tensor when dims is None)."""
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    shifts = tuple(int_arg(s, "roll", "shifts", 2, "tuple of ints")
+                   for s in ((shifts,) if isinstance(shifts, int) else shifts))
     dims = () if dims is None else (dims,) if isinstance(dims, int) else tuple(dims)
     if not shifts:
         raise RuntimeError("`shifts` required")
@@ -305,6 +310,7 @@ _ROT90 = OpDef("rot90", EXTERN, attrs={"k": 1, "dims": (0, 1)},
 def rot90(input, k=1, dims=(0, 1)):
     """Rotate by 90 degrees `k` times in the plane of `dims` (from the first towards the
     second)."""
+    k = int_arg(k, "rot90", "k", 2)
     dims = tuple(dims)
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
@@ -447,6 +453,7 @@ _TRIU = OpDef("triu", EXTERN, attrs={"diagonal": 0},
 def _tri(op, np_fn, input, diagonal):
     if input.dim() < 2:
         raise RuntimeError(f"{op.name}: input tensor must have at least 2 dimensions")
+    diagonal = int_arg(diagonal, op.name, "diagonal", 2)
     try:
         r = np_fn(input._data, diagonal)
     except MetaData:
@@ -469,6 +476,8 @@ def _tri_indices(name, np_fn, row, col, offset, dtype):
     dt = D.int64 if dtype is None else to_dtype(dtype)
     if dt not in (D.int64, D.int32):
         raise RuntimeError(f'"{name}" not implemented for \'{torch_name(dt)}\'')
+    row, col, offset = (int_arg(v, name, n, k + 1) for k, (n, v) in enumerate(
+        (("row", row), ("col", col), ("offset", offset))))
     if row < 0:
         raise RuntimeError(f"row must be non-negative, got{row}")
     if col < 0:

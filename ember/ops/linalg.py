@@ -12,7 +12,7 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import int_arg, wrap, torch_name
 from . import meta_rules as M
 from .registry import (OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, LINEAR, MULTILINEAR,
                        register, register_each)
@@ -274,6 +274,8 @@ def trace(input):
     """Sum of the main diagonal of a 2-D tensor (integer inputs give int64)."""
     if input.dim() != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.dim()}")
+    if input.dtype is D.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     return input.diagonal().sum()
 
 
@@ -284,6 +286,7 @@ _DIAG_EMBED = OpDef("diag_embed", EXTERN, attrs={"offset": 0, "dim1": -2, "dim2"
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """A tensor whose diagonals (over dims dim1, dim2 of the result) hold `input`'s last dim."""
+    offset = int_arg(offset, "diag_embed", "offset", 2)
     nd = input.dim() + 1
     d1, d2 = S.wrap_dim(dim1, nd), S.wrap_dim(dim2, nd)
     if d1 == d2:
@@ -315,6 +318,7 @@ def diag(input, diagonal=0, *, out=None):
 
 
 def diagflat(input, offset=0):
+    offset = int_arg(offset, "diagflat", "offset", 2)
     return diag_embed(input.reshape(-1), offset, 0, 1)
 
 

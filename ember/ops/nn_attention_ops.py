@@ -56,6 +56,9 @@ def _softmax_of_scores(scores, keep, blocked, scale):
         e = (s - s.amax(-1, keepdim=True)).exp()
     else:
         e = ((s - (s + blocked).amax(-1, keepdim=True)) * keep).exp() * keep
+        # a row whose allowed scores are all -inf sums to 0: torch's answer there is 0
+        total = e.sum(-1, keepdim=True)
+        return e / (total + (total == 0))
     return e / e.sum(-1, keepdim=True)
 
 
@@ -86,6 +89,8 @@ def _sdpa_decomp(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
         elif attn_mask is not None:
             scores = scores + _mask_to_bias(attn_mask, scores.dtype, true_means_keep=True)
         attn = softmax(scores, -1)
+        if attn_mask is not None or is_causal:   # fully masked rows: 0, as torch's
+            attn = attn.masked_fill((scores == float("-inf")).all(-1, keepdim=True), 0.0)
     if dropout_p > 0.0:
         attn = _dropout(attn, dropout_p)
     return attn.matmul(value)
@@ -189,9 +194,16 @@ def _sdpa_fast(query, key, value, is_causal, scale):
         scores *= scores.dtype.type(scale)
         if is_causal:        # + 0 or -inf, broadcast over the batch dims
             scores += _causal_neg_inf(q.shape[-2], k.shape[-2], scores.dtype)
-        scores -= np.maximum.reduce(scores, axis=-1, keepdims=True)
+        top = np.maximum.reduce(scores, axis=-1, keepdims=True)
+        dead = np.isneginf(top)      # rows with every score -inf: torch's answer is 0
+        if dead.any():
+            top[dead] = 0
+        scores -= top
         p = np.exp(scores, out=scores)
-        p /= np.add.reduce(p, axis=-1, keepdims=True)
+        total = np.add.reduce(p, axis=-1, keepdims=True)
+        if dead.any():
+            total[dead] = 1
+        p /= total
     res = wrap(np.matmul(p, v), dt)
     if state.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
         graph.record(SDPA, (query, key, value), res, {"scale": scale, "is_causal": is_causal,

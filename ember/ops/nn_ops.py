@@ -23,7 +23,7 @@ import numpy as np
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap, run_meta
+from ..dispatch import int_arg, wrap, run_meta
 from ..core.meta import MetaData, MetaArray
 from ..autograd.grad_mode import state, call_mode, no_grad
 from ..autograd import graph
@@ -189,6 +189,8 @@ def _log_softmax_decomp(input, dim, dtype=None):
 
 def softmax(input, dim, dtype=None):
     """``exp(x) / sum(exp(x))`` over `dim`, computed stably."""
+    if type(dim) is not int:
+        dim = int_arg(dim, "softmax", "dim", 2)
     if state.modes:
         return under_mode(SOFTMAX, softmax, (input, dim, dtype))
     return _softmax_decomp(input, dim, dtype)
@@ -196,6 +198,8 @@ def softmax(input, dim, dtype=None):
 
 def log_softmax(input, dim, dtype=None):
     """``x - logsumexp(x)`` over `dim`, computed stably."""
+    if type(dim) is not int:
+        dim = int_arg(dim, "log_softmax", "dim", 2)
     if state.modes:
         return under_mode(LOG_SOFTMAX, log_softmax, (input, dim, dtype))
     return _log_softmax_decomp(input, dim, dtype)

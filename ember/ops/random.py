@@ -10,7 +10,7 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import int_arg, wrap, torch_name
 from .creation import _size_args, _sizes, _finish, _dtype_or_default, on_meta, meta_factory
 from ..core.meta import MetaArray
 from . import meta_rules as M
@@ -125,6 +125,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
         low, high, size = 0, low, high
     if high is None:
         raise TypeError("randint() missing required argument 'high'")
+    low, high = (int_arg(v, "randint", n, k + 1) for k, (n, v) in enumerate(
+        (("low", low), ("high", high))))
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} >= "
                            f"to={high}")
@@ -138,6 +140,7 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False, out=None,
              layout=None, pin_memory=False):
     """A random permutation of 0..n-1."""
+    n = int_arg(n, "randperm", "n", 1)
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     dt = D.to_dtype(dtype) if dtype is not None else D.int64
@@ -145,18 +148,34 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False,
 
 
 def rand_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
+    _like_keywords("rand_like", kw)
     return rand(input.shape, dtype=dtype or input.dtype, generator=generator,
                 requires_grad=requires_grad, device=kw.get("device") or input.device)
 
 
+def _like_keywords(name, kw):
+    """torch's *_like factories take these keywords besides dtype/generator/requires_grad
+    (ember has one device and one layout); any other is a TypeError, as torch's parser."""
+    for k in kw:
+        if k not in ("layout", "device", "pin_memory", "memory_format"):
+            raise TypeError(f"{name}() got an unexpected keyword argument '{k}'")
+
+
 def randn_like(input, *, dtype=None, generator=None, requires_grad=False, **kw):
+    _like_keywords("randn_like", kw)
     return randn(input.shape, dtype=dtype or input.dtype, generator=generator,
                  requires_grad=requires_grad, device=kw.get("device") or input.device)
 
 
 def randint_like(input, low=0, high=None, *, dtype=None, generator=None, **kw):
+    _like_keywords("randint_like", kw)
     if high is None:
         low, high = 0, low
+    for v in (low, high):
+        if isinstance(v, (bool, float)):
+            raise TypeError(f"randint_like() received an invalid combination of arguments - "
+                            f"got (Tensor, {type(v).__name__}), but expected one of: "
+                            "* (Tensor input, int high) * (Tensor input, int low, int high)")
     return randint(low, high, input.shape, dtype=dtype or input.dtype, generator=generator,
                    device=kw.get("device") or input.device)
 

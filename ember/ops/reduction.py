@@ -12,7 +12,7 @@ import numpy as np
 
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
-from ..dispatch import wrap, torch_name
+from ..dispatch import int_arg, wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OPS
@@ -206,8 +206,14 @@ def sum_to_size(self, *size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     shape = self._data.shape
-    if tuple(size) == shape:
+    if tuple(size) == shape:     # (the engine's common call: no checks before this)
         return self
+    for k, s in enumerate(size):
+        if type(s) is not int:   # torch's parser: TypeError (ValueError beyond int64)
+            int_arg(s, "sum_to_size", "size", k + 1, "tuple of ints")
+        elif not -2 ** 63 <= s < 2 ** 63:
+            raise TypeError(f"sum_to_size(): argument 'size' failed to unpack the object at pos "
+                            f"{k + 1} with error \"Overflow when unpacking long long\"")
     lead = len(shape) - len(size)
     if lead < 0:
         raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")

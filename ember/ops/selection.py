@@ -12,7 +12,7 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
-from ..dispatch import wrap
+from ..dispatch import int_arg, wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
@@ -277,6 +277,7 @@ def nanmedian(input, dim=None, keepdim=False, *, out=None):
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     """(values, indices) of the k-th smallest element (1-based) along `dim`."""
+    k = int_arg(k, "kthvalue", "k", 2)
     a = input._data
     d = S.wrap_dim(dim, a.ndim)
     _nonempty("kthvalue", a, d)

@@ -13,7 +13,7 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import int_arg, wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
@@ -61,6 +61,7 @@ def msort(input, *, out=None):
 
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """(values, indices) of the k largest (or smallest) elements along `dim`, in order."""
+    k = int_arg(k, "topk", "k", 2)
     a = input._data
     d = S.wrap_dim(dim, a.ndim)
     n = a.shape[d] if a.ndim else 1
@@ -211,6 +212,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                                "left while right was True")
         right = side == "right"
     scalar = not isinstance(input, Tensor)
+    if scalar and (isinstance(input, (str, bytes)) or not np.isscalar(input)):
+        raise TypeError(f"searchsorted() received an invalid combination of arguments - got "
+                        f"(Tensor, {type(input).__name__}), but expected one of: * (Tensor "
+                        "sorted_sequence, Tensor input) * (Tensor sorted_sequence, Number self)")
     v = np.asarray(input) if scalar else input._data
     for t in (sorted_sequence, input):
         if isinstance(t, Tensor) and t.dtype is D.bool_:
@@ -250,6 +255,11 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     """Index of the bucket of each element: boundaries[i-1] < x <= boundaries[i]
     (``right=True``: boundaries[i-1] <= x < boundaries[i])."""
+    if not isinstance(boundaries, Tensor):
+        raise TypeError(f"bucketize() received an invalid combination of arguments - got "
+                        f"({type(input).__name__}, {type(boundaries).__name__}), but expected "
+                        "one of: * (Tensor input, Tensor boundaries) * (Number self, Tensor "
+                        "boundaries)")
     if boundaries._data.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got "
                            f"dim({boundaries._data.ndim})")

@@ -46,3 +46,19 @@ def test_known_divergences_still_happen(records):
     assert not stale, ("fixed (remove these entries from tests/fuzz/known.py):\n"
                        + "\n".join(map(str, stale[:40])))
 
+
+
+def test_only_what_torch_defines_is_compared():
+    """Where the input has equal elements, which index topk reports is the implementation's
+    choice: only the values are compared then; a factorisation of NaN/inf input is compared on
+    shapes and dtypes only."""
+    import torch
+    from fuzzer import _defined_part
+    tied, distinct = torch.tensor([1.0, 1.0, 0.0]), torch.tensor([2.0, 1.0, 0.0])
+    part, values = _defined_part(torch.topk(tied, 1), ((tied,), {}), "int64", True)
+    assert part is not None and not isinstance(part, tuple) and values
+    r = torch.topk(distinct, 1)
+    assert _defined_part(r, ((distinct,), {}), "int64", True) == (r, True)
+    qr = torch.linalg.qr(torch.eye(2))
+    assert _defined_part(qr, ((torch.eye(2),), {}), "specials", True)[1] is False
+    assert _defined_part(qr, ((torch.eye(2),), {}), "int64", True)[1] is True

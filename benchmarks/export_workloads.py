@@ -43,17 +43,10 @@ def _cnn(torch):
 
 def _torch_model(torch, which):
     """The example's model class run with torch: the example files are plain PyTorch code
-    under ``import ember as torch``, so they are loaded again with torch in its place."""
-    import importlib.util
-    import os
-    import ember.examples as ex
-    path = os.path.join(os.path.dirname(ex.__file__), f"{which}.py")
-    src = open(path).read().replace("import ember as torch", "import torch").replace(
-        "import ember.nn as nn", "import torch.nn as nn").replace(
-        "import ember.nn.functional as F", "import torch.nn.functional as F")
-    spec = importlib.util.spec_from_loader(f"_torch_{which}", loader=None)
-    mod = importlib.util.module_from_spec(spec)
-    exec(compile(src, path, "exec"), mod.__dict__)
+    under ``import ember as torch``, so they are loaded again with torch in its place (read
+    from the file, so that torch's benchmark worker never imports ember)."""
+    from .train_workloads import example_module
+    mod = example_module(torch, which)
     return mod.GPT() if which == "gpt" else mod.ResNet()
 
 

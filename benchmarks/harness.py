@@ -1,5 +1,9 @@
 """Timing harness: warm up, alternate ember and torch runs, take medians, watch the load.
 
+`calibrate` and `cpu_busy` serve both modes; `measure_pair` and `set_threads` are the
+`--in-process` mode's (both libraries in one process); the default mode's turn-taking
+between worker subprocesses is benchmarks/workers.py's `measure`.
+
 Shared machines are noisy: before each measured pair the harness samples how busy the CPUs
 are from /proc/stat (the fraction of the last 0.2 s that the cores spent busy), reports it
 beside the figure, and reruns a pair measured under high load.

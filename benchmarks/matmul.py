@@ -1,4 +1,8 @@
-"""matmul: BLAS throughput, 2048x2048 float32 (GFLOP/s) and batched (64, 256, 256)."""
+"""matmul: BLAS throughput in GFLOP/s (2*M*N*K flops per product), float32 randn inputs.
+
+Cases: ``a @ b`` with a, b (2048, 2048); ``torch.bmm(x, y)`` and
+``torch.einsum("bij,bjk->bik", x, y)`` with x, y (64, 256, 256).
+"""
 
 
 def cases(torch):

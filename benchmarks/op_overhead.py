@@ -1,4 +1,10 @@
-"""op_overhead: microseconds per call of small (8, 8) float32 ops, the per-op floor."""
+"""op_overhead: microseconds per call of small (8, 8) float32 ops, the per-op floor.
+
+Inputs: a, b = ones(8, 8); x, w, c = randn(8, 8) with requires_grad=True. Each case is the
+expression its name shows, called in a loop: the elementwise and view rows on a and b, the
+three last rows on ``((x @ w).relu() * c).sum()`` (with ``.backward()``; under ``no_grad``;
+under ``inference_mode``). Gradients accumulate into x.grad etc. across calls (never zeroed).
+"""
 
 
 def cases(torch):

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import int_arg, wrap, torch_name
 from ..return_types import _make
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, OPS, register
 
@@ -222,7 +222,7 @@ def vander(x, N=None, increasing=False):
     increasing=True)."""
     if x.dim() != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
-    n = x.shape[0] if N is None else N
+    n = x.shape[0] if N is None else int_arg(N, "vander", "N", 2)
     if n < 0:
         raise RuntimeError("N must be non-negative.")
     dt = x.dtype if x.dtype.is_floating_point else D.int64
@@ -240,7 +240,7 @@ def linalg_vander(x, *, N=None):
     """torch.linalg.vander: increasing powers along the last dim, batched over the others."""
     if x.dim() < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")
-    n = x.shape[-1] if N is None else N
+    n = x.shape[-1] if N is None else int_arg(N, "linalg_vander", "N", 2)
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
     if x.dtype is D.bool_:

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from ..core import dtype as D
-from ..dispatch import rule_float, not_implemented
+from ..dispatch import int_arg, rule_float, not_implemented
 from .registry import FUNCTIONS as _FUNCTIONS
 from .pointwise import defpw, _unary, where
 from .pointwise_math import exp, log, sin, cos
@@ -139,6 +139,7 @@ def _check_mvlgamma(values, metas, dt, attrs):
     p = attrs.get("p")
     if p is None:
         raise TypeError("mvlgamma() missing 1 required positional arguments: \"p\"")
+    int_arg(p, "mvlgamma", "p", 2)    # (a loop of p terms: 2**63 would never end)
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
     if metas[0][0] is D.bool_:

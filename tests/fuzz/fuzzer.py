@@ -272,7 +272,10 @@ def run_one(name, i, mutation):
     s = _case_sample(name, i, mutation)
     if s is None:
         return None
-    arrs = realize((s.args, s.kwargs), np.random.default_rng(zlib.crc32(name.encode()) + i))
+    try:
+        arrs = realize((s.args, s.kwargs), np.random.default_rng(zlib.crc32(name.encode()) + i))
+    except (ValueError, OverflowError, TypeError):
+        return None        # the mutation does not fit the sample's explicit values
     res, values = {}, s.values
     for lib in (torch, ember):
         try:

@@ -13,7 +13,7 @@ import numpy as np
 
 from .grad_mode import state
 from ..core.tensor import Tensor
-from ..core.meta import MetaArray
+from ..core.meta import MetaArray, MetaData, meta_array
 from .graph import AccumulateGrad, edge_of, anomaly_check, report_trace
 
 
@@ -64,13 +64,19 @@ def accumulate_into(var, g, owned, create_graph):
                 g.grad_fn is None:
             var._grad = g
         else:
-            arr = np.empty_like(var._data)
-            np.copyto(arr, g._data, casting="unsafe")
+            try:
+                arr = np.empty_like(var._data)
+                np.copyto(arr, g._data, casting="unsafe")
+            except MetaData:    # a meta leaf: its layout, nothing to copy
+                arr = meta_array(var._data.shape, var._data.dtype, var.stride())
             var._grad = Tensor._make(arr, var.dtype)
     elif create_graph or var._grad._requires_grad:
         var._grad = var._grad + g
     else:
-        np.add(var._grad._data, g._data, out=var._grad._data, casting="unsafe")
+        try:
+            np.add(var._grad._data, g._data, out=var._grad._data, casting="unsafe")
+        except MetaData:        # a meta .grad: nothing to add
+            pass
         var._grad._bump_version()
 
 

@@ -26,9 +26,11 @@ from ..core.tensor import make_view
 from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
-from .registry import OpDef, VIEW, POINTWISE, register, METHODS, FUNCTIONS
+from .registry import OpDef, OPS, VIEW, POINTWISE, register, METHODS, FUNCTIONS
 from .pointwise import defpw, _unary
 from . import batch_rules as _br
+from . import meta_rules as _M
+from ..core.meta import MetaData, is_meta_array, meta_array
 
 
 # ---- views of the parts ------------------------------------------------------------------
@@ -88,7 +90,8 @@ def view_as_real(input):
                            "will NOT alias the original.")
     a = input._data
     re = a.real
-    arr = as_strided(re, a.shape + (2,), re.strides + (re.itemsize,))
+    # (subok: a meta input's view stays a MetaArray)
+    arr = as_strided(re, a.shape + (2,), re.strides + (re.itemsize,), subok=True)
     return _part_view(_VIEW_AS_REAL, input, arr, input.dtype.to_real())
 
 
@@ -171,6 +174,8 @@ def _to_complex_rule(dt, name):
 
 
 def _complex_kernel(xp, re, im):
+    if is_meta_array(re) or is_meta_array(im):    # (out.real = re would read the mapping)
+        raise MetaData("complex() of meta tensors")
     shape = np.broadcast_shapes(np.shape(re), np.shape(im))
     out = np.empty(shape, np.result_type(re, im, np.complex64))
     out.real, out.imag = re, im      # no 0 * inf = nan from re + 1j * im
@@ -192,6 +197,22 @@ polar = defpw("polar", None, _polar_kernel, inputs=("abs", "angle"), inplace=Fal
                      "angle": lambda g, result: (g.conj() * (result * 1j)).real})
 
 
+
+def _c_order_meta(op):
+    """The derived pointwise rule with the kernel's C-contiguous layout (np.empty)."""
+    rule = _M.pointwise(op)
+
+    def meta(*args, **kwargs):
+        res = rule(*args, **kwargs)
+        res._data = meta_array(res._data.shape, res._data.dtype)
+        return res
+    return meta
+
+
+OPS["complex"].meta = _c_order_meta(OPS["complex"])
+OPS["polar"].meta = _c_order_meta(OPS["polar"])
+
+
 # ---- the conjugate -------------------------------------------------------------------------
 # (gradients are conjugated physically: no conjugate bit ever reaches a .grad)
 _CONJ = OpDef("_conj_copy", POINTWISE, grads={"self": lambda g: g.conj_physical()},
@@ -202,7 +223,11 @@ _CONJ_PHYSICAL = OpDef("_conj_physical_copy", POINTWISE,
 
 
 def _conj_of(op, input, mark):
-    out = wrap(np.conj(input._data), input.dtype)
+    try:
+        arr = np.conj(input._data)
+    except MetaData:    # a meta input: the result's metadata (NumPy keeps the dim order)
+        arr = _M.out_array(input._data.shape, input._data.dtype, input, like=input)
+    out = wrap(arr, input.dtype)
     if mark:
         out._conj = not getattr(input, "_conj", False)
     if state.enabled and input._requires_grad:
@@ -343,11 +368,23 @@ angle = _unary("angle", None, _angle_grad, rule=_angle_rule, kernel=_angle_kerne
 
 
 def _isreal_kernel(xp, a):
+    if is_meta_array(a):        # (xp.ones would make a cpu result)
+        raise MetaData("isreal() of a meta tensor")
     return a.imag == 0 if a.dtype.kind == "c" else xp.ones(a.shape, bool)
 
 
 isreal = _unary("isreal", None, None, rule=lambda dt, name: (dt, D.bool_),
                 kernel=_isreal_kernel, inplace=False, errstate=False)
+_isreal_derived = OPS["isreal"].meta
+_isreal_c_order = _c_order_meta(OPS["isreal"])
+
+
+def _isreal_meta(input):
+    # a real input's result is C-contiguous (xp.ones; torch: ones_like, legacy contiguous)
+    return _isreal_derived(input) if input.dtype.is_complex else _isreal_c_order(input)
+
+
+OPS["isreal"].meta = _isreal_meta
 
 
 # ---- abs and sgn of complex numbers (their rows are in pointwise_math.py) ---------------------

@@ -74,7 +74,8 @@ def cat(tensors, dim=0, *, out=None):
     except MetaData:    # meta inputs: the result's metadata (ember/ops/meta_rules.py)
         shape = list(ref._data.shape)
         shape[d] = builtins.sum(t._data.shape[d] for t in live)
-        r = M.out_array(shape, dt.np, *tensors)
+        r = M.out_array(shape, dt.np, *tensors,
+                        strides=M.joined_layout(np.concatenate, live, shape, d))
     return _cat_graph(tensors, live, wrap(r, dt), d, out)
 
 
@@ -126,7 +127,8 @@ def stack(tensors, dim=0, *, out=None):
     try:
         r = np.stack([t._data.astype(dt.np, copy=False) for t in tensors], axis=d)
     except MetaData:
-        r = M.out_array(shape[:d] + (len(tensors),) + shape[d:], dt.np, *tensors)
+        full = shape[:d] + (len(tensors),) + shape[d:]
+        r = M.out_array(full, dt.np, *tensors, strides=M.joined_layout(np.stack, tensors, full, d))
     result = wrap(r, dt)
     if state.enabled and dt._kind >= 2 and any(t._requires_grad for t in tensors):
         node = _StackNode.__new__(_StackNode)

@@ -15,9 +15,12 @@ from ..core import dtype as D
 from ..dispatch import wrap
 from .registry import OpDef, EXTERN, COMPOSITE, FUNCTIONS as F, register
 from .matmul import finish, record_fn, _out
+from ..core.meta import MetaData, is_meta_array
+from . import meta_rules as M
 from .linalg_more import (_linalg, scipy_linalg, _check_float, _check_square, solve_triangular,
                           lu_factor_t, lu_factor_ex_t, lu_t, lu_unpack_t, inv_ex_t,
-                          cholesky_ex_t, solve_ex_t, ldl_factor_t, ldl_factor_ex_t)
+                          cholesky_ex_t, solve_ex_t, ldl_factor_t, ldl_factor_ex_t,
+                          lapack_strides)
 
 
 def _lapack(name, dtype):
@@ -27,6 +30,8 @@ def _lapack(name, dtype):
 
 def _each(a, fn, *outs):
     """Run fn(matrix) -> tuple over the batch dims of `a`; stack each result."""
+    if is_meta_array(a):    # (LAPACK would read the meta mapping's zeros): callers catch it
+        raise MetaData("a LAPACK factorization of a meta tensor")
     batch = a.shape[:-2]
     flat = a.reshape((-1,) + a.shape[-2:])
     res = [fn(m) for m in flat]
@@ -48,6 +53,25 @@ def _getrf(a):
         return lu, (piv + 1).astype(np.int32), max(int(info), 0)   # SciPy's are 0-based
     lu, piv, info = _each(a, one, ((m, n), a.dtype), ((k,), np.int32), ((), np.int32))
     return lu, piv, info.astype(np.int32)
+
+
+def _info_meta(a):
+    """The int32 `info` of a meta batch of matrices (one per matrix)."""
+    return M.out_array(a.shape[:-2], np.int32)
+
+
+def _getrf_meta(a):
+    """_getrf's results' metadata for a meta `a` (LU column-major, as LAPACK's)."""
+    k = min(a.shape[-2:])
+    return (M.out_array(a.shape, a.dtype, strides=lapack_strides(a.shape)),
+            M.out_array(a.shape[:-2] + (k,), np.int32), _info_meta(a))
+
+
+def _getrf_any(a):
+    try:
+        return _getrf(a)
+    except MetaData:
+        return _getrf_meta(a)
 
 
 def _lu_backward_square(gL, gU, L, U, P):
@@ -87,10 +111,10 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None,
         raise RuntimeError("torch.linalg.lu_factor_ex: Expected tensor with 2 or more "
                            f"dimensions. Got size: {list(A.shape)} instead")
     _check_pivot("linalg.lu_factor", pivot)
-    lu, piv, info = _getrf(A._data)
+    lu, piv, info = _getrf_any(A._data)
     pivots = wrap(piv, D.int32)
     LU = finish(_LU_FACTOR, (A,), lu, A.dtype, {"pivots": pivots})
-    if check_errors and info.any():
+    if check_errors and not is_meta_array(info) and info.any():   # (meta: no values to check)
         k = int(info[info > 0].min())
         raise RuntimeError(f"{_name}: U[{k},{k}]"
                            " is zero and using it on lu_solve would result in a division by "
@@ -135,15 +159,21 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=N
                            "with the output produced by torch.linalg.lu_factor")
     m, n = LU_data.shape[-2:]
     k = min(m, n)
-    empty = wrap(np.zeros((0,), LU_data.dtype.np), LU_data.dtype)
+    dev = LU_data.device    # (the constants go to the input's device: meta stays meta)
+    empty = wrap(np.zeros((0,), LU_data.dtype.np), LU_data.dtype).to(dev)
     if unpack_data:
-        eye = wrap(np.eye(m, k, dtype=LU_data.dtype.np), LU_data.dtype)
+        eye = wrap(np.eye(m, k, dtype=LU_data.dtype.np), LU_data.dtype).to(dev)
         L = LU_data[..., :, :k].tril(-1) + eye
         U = LU_data[..., :k, :].triu()
     else:
         L = U = empty
-    P = wrap(_perm_matrix(LU_pivots._data, m, LU_data.dtype.np), LU_data.dtype) \
-        if unpack_pivots else empty
+    if not unpack_pivots:
+        P = empty
+    elif is_meta_array(LU_pivots._data):    # (the permutation is read from the values)
+        P = wrap(M.out_array(LU_pivots.shape[:-1] + (m, m), LU_data.dtype.np, LU_data,
+                             LU_pivots), LU_data.dtype)
+    else:
+        P = wrap(_perm_matrix(LU_pivots._data, m, LU_data.dtype.np), LU_data.dtype)
     return lu_unpack_t(P, L, U)
 
 
@@ -171,7 +201,7 @@ def lu(A, *, pivot=True, out=None):
         raise RuntimeError("linalg.lu: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
     _check_pivot("linalg.lu", pivot)
-    lu_, piv, _ = _getrf(A._data)
+    lu_, piv, _ = _getrf_any(A._data)
     P, L, U = lu_unpack(wrap(lu_, A.dtype), wrap(piv, D.int32))
     record_fn("LinalgLuBackward0", (A,), (P, L, U), _lu_grad, (A, P, L, U))
     return lu_t(P, L, U)
@@ -222,6 +252,8 @@ def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): info the first zero pivot's 1-based index per matrix, 0 if
     invertible (the inverse of a singular matrix is LAPACK's inf/NaN, as in torch)."""
     _check_square("linalg.inv_ex", A)
+    if is_meta_array(A._data):      # (no values: the inverse's metadata, info per matrix)
+        return inv_ex_t(_linalg("inv")(A), wrap(_info_meta(A._data), D.int32))
     lu_, piv, info = _getrf(A._data)
     if not info.any():
         return inv_ex_t(_linalg("inv")(A), wrap(info, D.int32))
@@ -246,6 +278,8 @@ def _getrs(lu_, piv, b):
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(result, info) of linalg.solve: info as in inv_ex."""
     _check_square("linalg.solve_ex", A)
+    if is_meta_array(A._data):
+        return solve_ex_t(_linalg("solve")(A, B, left=left), wrap(_info_meta(A._data), D.int32))
     _, _, info = _getrf(A._data)
     if not info.any() or check_errors:
         return solve_ex_t(_linalg("solve")(A, B, left=left), wrap(info, D.int32))
@@ -262,6 +296,9 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): info the order of the first leading minor that is not positive-definite
     (0 on success); L is LAPACK's partial factor where it failed, as in torch."""
     _check_square("linalg.cholesky_ex", A)
+    if is_meta_array(A._data):
+        return cholesky_ex_t(_linalg("cholesky")(A, upper=upper),
+                             wrap(_info_meta(A._data), D.int32))
 
     def one(mat):
         if mat.size == 0:
@@ -288,6 +325,11 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
         ld, piv, info = _lapack("sytrf", mat.dtype)(mat, lower=1)
         return np.tril(ld), piv.astype(np.int32), max(int(info), 0)
     n = A.shape[-1]
+    if is_meta_array(A._data):      # (LD contiguous, as np.tril of LAPACK's factor gives)
+        a = A._data
+        return ldl_factor_ex_t(
+            wrap(M.out_array(a.shape, a.dtype), A.dtype),
+            wrap(M.out_array(a.shape[:-1], np.int32), D.int32), wrap(_info_meta(a), D.int32))
     LD, piv, info = _each(A._data, one, ((n, n), A.dtype.np), ((n,), np.int32),
                           ((), np.int32))
     info = info.astype(np.int32)

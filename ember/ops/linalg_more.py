@@ -17,6 +17,8 @@ from ..dispatch import wrap, torch_name
 from ..return_types import _make
 from .registry import OpDef, EXTERN, COMPOSITE, FP32, OPS, FUNCTIONS as F_, register
 from .matmul import finish, _out
+from ..core.meta import MetaData, is_meta_array
+from . import meta_rules as M
 
 lu_factor_t = _make("linalg_lu_factor", ("LU", "pivots"))
 lu_factor_ex_t = _make("linalg_lu_factor_ex", ("LU", "pivots", "info"))
@@ -64,6 +66,14 @@ def _check_square(name, A, what="A"):
 
 
 # ---- solve_triangular -----------------------------------------------------------------------
+def lapack_strides(shape):
+    """Element strides of LAPACK's results stacked over a batch: each matrix column-major,
+    the matrices one after another (what np.stack of SciPy's Fortran arrays gives)."""
+    m, n = shape[-2:]
+    batch = tuple(s * m * n for s in S.contiguous_strides(tuple(shape[:-2]) + (1,))[:-1])
+    return batch + (1, m)
+
+
 def _tri_solve_array(a, b, upper, unit):
     """X with tri(a) X = b, batch dims broadcast; a zero pivot gives inf/nan like LAPACK's
     trtrs (no error). LAPACK through np.linalg.solve, substitution when it refuses."""
@@ -131,14 +141,20 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
     S.broadcast_shapes(A.shape[:-2], B.shape[:-2])
     dt = D.promote_types(A.dtype, B.dtype)
     a, b = A._data.astype(dt.np, copy=False), B._data.astype(dt.np, copy=False)
-    with np.errstate(all="ignore"):
-        if left:
-            r = _tri_solve_array(a, b, upper, unitriangular)
-        else:   # X A = B  <=>  A^T X^T = B^T
-            r = np.swapaxes(_tri_solve_array(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2),
-                                             not upper, unitriangular), -1, -2)
+    try:
+        with np.errstate(all="ignore"):
+            if left:
+                r = _tri_solve_array(a, b, upper, unitriangular)
+            else:   # X A = B  <=>  A^T X^T = B^T
+                r = np.swapaxes(_tri_solve_array(np.swapaxes(a, -1, -2),
+                                                 np.swapaxes(b, -1, -2), not upper,
+                                                 unitriangular), -1, -2)
+        r = np.ascontiguousarray(r)
+    except MetaData:    # meta inputs: the solution's metadata (B's matrix shape, contiguous)
+        shape = tuple(S.broadcast_shapes(A.shape[:-2], B.shape[:-2])) + tuple(B.shape[-2:])
+        r = M.out_array(shape, dt.np, A, B)
     attrs = {"upper": upper, "left": left, "unitriangular": unitriangular}
-    return _out(finish(_SOLVE_TRIANGULAR, (A, B), np.ascontiguousarray(r), dt, attrs), out)
+    return _out(finish(_SOLVE_TRIANGULAR, (A, B), r, dt, attrs), out)
 
 
 solve_triangular = register(_SOLVE_TRIANGULAR, solve_triangular)
@@ -168,6 +184,8 @@ def matrix_exp(A):
     """
     _check_square("linalg.matrix_exp", A)
     a = A._data
+    if is_meta_array(a):    # (SciPy would read the meta mapping's zeros)
+        return finish(_MATRIX_EXP, (A,), M.out_array(a.shape, a.dtype, A), A.dtype)
     r = scipy_linalg("linalg.matrix_exp").expm(a) if a.size else a.copy()
     return finish(_MATRIX_EXP, (A,), np.asarray(r, a.dtype), A.dtype)
 
@@ -194,11 +212,12 @@ def householder_product(A, tau, *, out=None):
 def _householder_q(A, tau, cols):
     """H_1 ... H_k as m x m matrices (batched), then its first `cols` columns."""
     m = A.shape[-2]
-    eye = wrap(np.eye(m, dtype=A.dtype.np), A.dtype)
+    # (the constants go to A's device: a meta A gets meta constants)
+    eye = wrap(np.eye(m, dtype=A.dtype.np), A.dtype).to(A.device)
     Q = eye.expand(*A.shape[:-2], m, m)
     for i in range(tau.shape[-1]):      # a loop over the reflectors
         below = A[..., i + 1:, i]
-        head = wrap(np.eye(1, i + 1, i, dtype=A.dtype.np).reshape(-1), A.dtype)
+        head = wrap(np.eye(1, i + 1, i, dtype=A.dtype.np).reshape(-1), A.dtype).to(A.device)
         v = F_["cat"]([head.expand(*A.shape[:-2], i + 1), below], -1)
         Qv = (Q @ v.unsqueeze(-1))
         Q = Q - tau[..., i].unsqueeze(-1).unsqueeze(-1) * (Qv @ v.unsqueeze(-2))
@@ -228,6 +247,10 @@ def geqrf(input, *, out=None):
     a = input._data
     m, n = a.shape[-2:]
     k = min(m, n)
+    if is_meta_array(a):    # (LAPACK would read the meta mapping's zeros)
+        st = lapack_strides(a.shape)
+        return geqrf_t(wrap(M.out_array(a.shape, a.dtype, input, strides=st), input.dtype),
+                       wrap(M.out_array(a.shape[:-2] + (k,), a.dtype, input), input.dtype))
     fn = getattr(scipy_linalg("geqrf").lapack, ("s" if a.dtype == np.float32 else "d") + "geqrf")
     flat = a.reshape((-1, m, n))
     res = [fn(mat)[:2] for mat in flat] if a.size else []
@@ -308,7 +331,8 @@ def cholesky_inverse(L, upper=False, *, out=None):
     if L.dim() < 2:
         raise RuntimeError("cholesky_inverse: The input tensor L must have at least 2 "
                            "dimensions.")
-    eye = wrap(np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype.np), L.shape).copy(), L.dtype)
+    eye = wrap(np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype.np), L.shape).copy(),
+               L.dtype).to(L.device)
     return _out(cholesky_solve(eye, L, upper), out)
 
 

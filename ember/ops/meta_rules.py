@@ -88,6 +88,15 @@ def numpy_layout(tensors, shape):
     return _layout(ops, tuple(shape), False, False)
 
 
+def joined_layout(np_join, tensors, shape, axis):
+    """Element strides of np.concatenate / np.stack (`np_join`) of `tensors` along `axis`:
+    NumPy orders the result's dims like its operands' (order "K"), read off tiny stand-ins."""
+    if len(shape) < 2:
+        return S.contiguous_strides(shape)
+    small = np_join([_proxy(tuple(t._data.shape), t.stride()) for t in tensors], axis=axis)
+    return _strides_from(small, tuple(shape))
+
+
 def reduction_layout(t, axis, keepdim, shape):
     """Element strides of NumPy's reduction of `t` over `axis`."""
     if t._data.ndim < 2 or not t._data.size or len(shape) < 2:

@@ -15,6 +15,8 @@ from ..core.tensor import Tensor
 from ..dispatch import int_arg, wrap, torch_name
 from ..return_types import _make
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, OPS, register
+from ..core.meta import MetaData
+from . import meta_rules as M
 
 histogram_t = _make("histogram", ("hist", "bin_edges"))
 histogramdd_t = _make("histogramdd", ("hist", "bin_edges"))
@@ -159,7 +161,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     """
     e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
     t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
-    return wrap(np.isin(e, t, invert=invert), D.bool_)
+    try:
+        r = np.isin(e, t, invert=invert)
+    except MetaData:    # a meta input: np.isin's result is C-contiguous, elements' shape
+        ins = [x for x in (elements, test_elements) if isinstance(x, Tensor)]
+        r = M.out_array(np.shape(e), np.bool_, *ins)
+    return wrap(r, D.bool_)
 
 
 # ---- construction -------------------------------------------------------------------------
@@ -188,7 +195,8 @@ def block_diag(*tensors):
 
 def _pad_cols(m, left, right):
     z = F["zeros"]
-    parts = [z(m.shape[0], left, dtype=m.dtype), m, z(m.shape[0], right, dtype=m.dtype)]
+    parts = [z(m.shape[0], left, dtype=m.dtype, device=m.device), m,
+             z(m.shape[0], right, dtype=m.dtype, device=m.device)]
     return F["cat"](parts, 1)
 
 
@@ -214,7 +222,7 @@ def combinations(input, r=2, with_replacement=False):
     make = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
     idx = np.array(list(make(range(input.shape[0]), r)), dtype=np.int64).reshape(-1, r)
-    return input[wrap(idx, D.int64)]
+    return input[wrap(idx, D.int64).to(input.device)]     # (a meta input: a meta index)
 
 
 def vander(x, N=None, increasing=False):
@@ -272,9 +280,12 @@ def unravel_index(indices, shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
     idx = (indices._data if isinstance(indices, Tensor) else np.asarray(indices)).astype(np.int64)
     coords = []
-    for s in reversed(shape):   # torch checks no range: floor-mod arithmetic, as here
-        coords.append(np.mod(idx, s) if s else idx * 0)
-        idx = np.floor_divide(idx, s) if s else idx * 0
+    try:
+        for s in reversed(shape):   # torch checks no range: floor-mod arithmetic, as here
+            coords.append(np.mod(idx, s) if s else idx * 0)
+            idx = np.floor_divide(idx, s) if s else idx * 0
+    except MetaData:    # meta indices: one int64 result per dim, in the indices' dim order
+        coords = [M.out_array(idx.shape, np.int64, indices, like=indices) for _ in shape]
     return tuple(wrap(c, D.int64) for c in reversed(coords))
 
 

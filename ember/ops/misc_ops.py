@@ -12,12 +12,14 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
+from ..core.meta import MetaData
 from ..dispatch import wrap, rule_float
 from ..return_types import _make
 from .registry import OpDef, EXTERN, COMPOSITE, FUNCTIONS, METHODS, register
 from .pointwise import defpw, _unary, only, _zeros
 from .pointwise_math import exp
 from .matmul import record_fn
+from . import meta_rules as M
 
 frexp_t = _make("frexp", ("mantissa", "exponent"))
 LN2 = math.log(2.0)
@@ -133,8 +135,14 @@ def frexp(input, *, out=None):
     if not input.dtype.is_floating_point:
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
     a = input._data
-    m, e = np.frexp(a.astype(np.float32) if input.dtype in (D.float16, D.bfloat16) else a)
-    mant, expo = wrap(m, input.dtype), wrap(e.astype(np.int32), D.int32)
+    try:
+        m, e = np.frexp(a.astype(np.float32) if input.dtype in (D.float16, D.bfloat16) else a)
+    except MetaData:    # a meta input: the results' metadata (NumPy keeps the dim order)
+        m = M.out_array(a.shape, input.dtype.np, input, like=input)
+        e = M.out_array(a.shape, np.int32, input, like=input)
+    # (np.frexp's exponent is int32 already where C's int is; MetaArray.astype drops layout)
+    mant, expo = wrap(m, input.dtype), wrap(e if e.dtype == np.int32 else e.astype(np.int32),
+                                            D.int32)
 
     def backward(grads, needs, expo):
         g = grads[0]

@@ -14,6 +14,8 @@ from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, register
+from ..core.meta import MetaData
+from . import meta_rules as M
 
 
 def _reg(fn, method=True, kind=COMPOSITE, **fields):
@@ -72,7 +74,8 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
                            f"offset {storage_offset or 0} out of bounds for the input")
     flat = input.reshape(-1)
-    out = F["index_put"](flat, (wrap(pos.reshape(-1), D.int64),), src.reshape(-1).to(input.dtype))
+    index = wrap(pos.reshape(-1), D.int64).to(input.device)   # (meta input: a meta index)
+    out = F["index_put"](flat, (index,), src.reshape(-1).to(input.dtype))
     return out.reshape(input.shape)
 
 
@@ -138,7 +141,10 @@ def nonzero_static(input, *, size, fill_value=-1):
     if size < 0:
         raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
                            f"{size}")
-    nz = np.argwhere(input._data)[:size]
+    try:
+        nz = np.argwhere(input._data)[:size]
+    except MetaData:    # a meta input: the shape is `size` rows whatever the values
+        return wrap(M.out_array((size, input.dim()), np.int64, input), D.int64)
     res = np.full((size, input.dim()), fill_value, np.int64)
     res[:len(nz)] = nz
     return wrap(res, D.int64)
@@ -194,7 +200,7 @@ def is_same_size(input, other):
 def get_device(input):
     """The CUDA device index of the tensor, -1 for a CPU tensor."""
     dev = input.device
-    return -1 if dev.type == "cpu" else (dev.index or 0)
+    return -1 if dev.type in ("cpu", "meta") else (dev.index or 0)
 
 
 def typename(obj):

@@ -13,6 +13,8 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, REDUCTION, register
+from ..core.meta import MetaData
+from . import meta_rules as M
 from .reduce_common import (dims as _dims, axis as _axis, restore, kernel_dtype, write_out,
                             reduce_result as _reduce)
 
@@ -60,22 +62,35 @@ def vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None):
         if a.size == 0 and (dims is None or builtins.any(a.shape[d] == 0 for d in dims)):
             raise RuntimeError(f"linalg.vector_norm cannot compute the {_fmt(ord)} norm on an "
                                "empty tensor because the operation does not have an identity")
-    x = np.abs(a.astype(kernel_dtype(input.dtype), copy=False))
-    with np.errstate(all="ignore"):
-        if ord == INF:
-            r = np.max(x, axis=ax, keepdims=keepdim)
-        elif ord == -INF:
-            r = np.min(x, axis=ax, keepdims=keepdim)
-        elif ord == 0:
-            r = np.sum(x != 0, axis=ax, keepdims=keepdim).astype(x.dtype)
-        elif ord == 1:
-            r = np.sum(x, axis=ax, keepdims=keepdim)
-        elif ord == 2:
-            r = np.sqrt(np.sum(x * x, axis=ax, keepdims=keepdim))
-        else:
-            r = np.power(np.sum(np.power(x, ord), axis=ax, keepdims=keepdim), 1.0 / ord)
+    try:
+        r = _vector_norm_array(a, input.dtype, ord, ax, keepdim)
+    except MetaData:    # a meta input: the reduction's metadata (NumPy's reduction layout)
+        r = _meta_reduced(input, dims, ax, keepdim)
     return _reduce(_VECTOR_NORM, input, dims, keepdim, r, input.dtype,
                    {"ord": ord, "dims": dims, "keepdim": keepdim})
+
+
+def _vector_norm_array(a, dt, ord, ax, keepdim):
+    x = np.abs(a.astype(kernel_dtype(dt), copy=False))
+    with np.errstate(all="ignore"):
+        if ord == INF:
+            return np.max(x, axis=ax, keepdims=keepdim)
+        if ord == -INF:
+            return np.min(x, axis=ax, keepdims=keepdim)
+        if ord == 0:
+            return np.sum(x != 0, axis=ax, keepdims=keepdim).astype(x.dtype)
+        if ord == 1:
+            return np.sum(x, axis=ax, keepdims=keepdim)
+        if ord == 2:
+            return np.sqrt(np.sum(x * x, axis=ax, keepdims=keepdim))
+        return np.power(np.sum(np.power(x, ord), axis=ax, keepdims=keepdim), 1.0 / ord)
+
+
+def _meta_reduced(input, dims, ax, keepdim):
+    """The metadata of a NumPy reduction of meta `input` over `dims` (in its own dtype)."""
+    shape = M.reduced_shape(tuple(input._data.shape), dims, keepdim)
+    return M.out_array(shape, input.dtype.np, input,
+                       strides=M.reduction_layout(input, ax, keepdim, shape))
 
 
 def _fmt(ord):
@@ -127,12 +142,16 @@ def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     if dtype is not None:
         input = input.to(D.to_dtype(dtype))
     a = np.moveaxis(input._data, dims, (-2, -1)).astype(kernel_dtype(input.dtype), copy=False)
-    if a.size:
-        r = np.linalg.svd(a, compute_uv=False).sum(-1)
-    else:
-        r = np.zeros(a.shape[:-2], a.dtype)
-    if keepdim:
-        r = np.expand_dims(r, tuple(sorted(dims)))
+    try:
+        if a.size:
+            r = np.linalg.svd(a, compute_uv=False).sum(-1)
+        else:
+            r = np.zeros(a.shape[:-2], a.dtype)
+        if keepdim:
+            r = np.expand_dims(r, tuple(sorted(dims)))
+    except MetaData:    # a meta input: the SVD's sums are contiguous over the batch
+        r = M.out_array(M.reduced_shape(tuple(input._data.shape), dims, keepdim),
+                        input.dtype.np, input)
     return _reduce(_NUC, input, dims, keepdim, r, input.dtype, {"dims": dims, "keepdim": keepdim})
 
 

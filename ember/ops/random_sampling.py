@@ -18,6 +18,8 @@ from ..dispatch import wrap, torch_name
 from .matmul import finish
 from .random import _rng
 from .registry import OpDef, RANDOM, register
+from ..core import strides as S
+from . import meta_rules as M
 
 
 def _need_float(t, kernel):
@@ -67,10 +69,13 @@ def _dirichlet_grad(x, alpha, total):
 
 
 # ---- the samplers -------------------------------------------------------------------------
+# (inputs are converted with astype, not np.asarray: asarray of a meta array would read its
+# all-zero mapping, while MetaArray.astype gives a meta array, whose first use raises MetaData
+# and sends the call to the op's meta rule)
 def poisson(input, generator=None):
     """Poisson counts with rates `input` (a float tensor; same dtype)."""
     _need_float(input, "poisson_cpu")
-    lam = np.asarray(input._data, np.float64)
+    lam = input._data.astype(np.float64, copy=False)
     if np.any(lam < 0) or np.any(np.isnan(lam)):
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     arr = _rng(generator).poisson(lam).astype(input.dtype.np)
@@ -84,8 +89,8 @@ def binomial(count, prob, generator=None):
         if not t.dtype.is_floating_point:
             raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
                              f"{torch_name(t.dtype)[6:].capitalize()}")
-    n = np.maximum(np.asarray(count._data, np.float64), 0)
-    p = np.clip(np.nan_to_num(np.asarray(prob._data, np.float64)), 0, 1)
+    n = np.maximum(count._data.astype(np.float64, copy=False), 0)
+    p = np.clip(np.nan_to_num(prob._data.astype(np.float64, copy=False)), 0, 1)
     n, p = np.broadcast_arrays(n, p)
     dt = D.promote_types(count.dtype, prob.dtype)
     arr = _rng(generator).binomial(n.astype(np.int64), p)
@@ -95,7 +100,7 @@ def binomial(count, prob, generator=None):
 def _standard_gamma(self, generator=None):
     """Gamma(self, 1) samples; differentiable in `self` (implicit reparameterisation)."""
     _need_float(self, "gamma_cpu")
-    alpha = np.asarray(self._data, np.float64)
+    alpha = self._data.astype(np.float64, copy=False)
     with np.errstate(invalid="ignore"):
         arr = _rng(generator).standard_gamma(np.where(alpha > 0, alpha, 1.0))
     arr = np.where(alpha > 0, arr, 0.0).astype(self.dtype.np)
@@ -107,7 +112,7 @@ def _standard_gamma(self, generator=None):
 def _sample_dirichlet(self, generator=None):
     """Dirichlet(self) samples over the last dimension (normalised Gamma draws)."""
     _need_float(self, "dirichlet")
-    alpha = np.asarray(self._data, np.float64)
+    alpha = self._data.astype(np.float64, copy=False)
     g = _rng(generator).standard_gamma(np.where(alpha > 0, alpha, 1.0))
     g = np.maximum(np.where(alpha > 0, g, 0.0), np.finfo(np.float64).tiny)
     with np.errstate(invalid="ignore"):
@@ -116,14 +121,49 @@ def _sample_dirichlet(self, generator=None):
     return wrap(np.clip(x, fi.tiny, 1 - fi.eps).astype(self.dtype.np), self.dtype)
 
 
+# ---- meta rules: the cpu checks, then the result's metadata; nothing is drawn (the generator
+# does not move, as on torch's meta device). Layouts are those of the kernels' NumPy calls:
+# the generator's draws are C-contiguous; gamma/dirichlet's np.where(alpha > 0, ...) follows
+# the input's dim order
+def _poisson_meta(input, generator=None):
+    _need_float(input, "poisson_cpu")
+    arr = M.out_array(input.shape, input.dtype.np, input)
+    return finish(_poisson_op, (input,), arr, input.dtype)
+
+
+def _binomial_meta(count, prob, generator=None):
+    for name, t in (("count", count), ("prob", prob)):
+        if not t.dtype.is_floating_point:
+            raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
+                             f"{torch_name(t.dtype)[6:].capitalize()}")
+    shape = S.broadcast_shapes(tuple(count.shape), tuple(prob.shape))
+    dt = D.promote_types(count.dtype, prob.dtype)
+    return wrap(M.out_array(shape, dt.np, count, prob), dt)
+
+
+def _standard_gamma_meta(self, generator=None):
+    _need_float(self, "gamma_cpu")
+    arr = M.out_array(self.shape, self.dtype.np, self, like=self)
+    return finish(_standard_gamma_op, (self,), arr, self.dtype)
+
+
+def _sample_dirichlet_meta(self, generator=None):
+    _need_float(self, "dirichlet")
+    return wrap(M.out_array(self.shape, self.dtype.np, self, like=self), self.dtype)
+
+
 _poisson_op = OpDef("poisson", RANDOM, method=False,
-                    grads={"self": lambda g: g * 0})
+                    grads={"self": lambda g: g * 0},
+                    meta=_poisson_meta)
 poisson = register(_poisson_op, poisson)
-binomial = register(OpDef("binomial", RANDOM, method=False, inputs=("count", "prob")),
+binomial = register(OpDef("binomial", RANDOM, method=False, inputs=("count", "prob"),
+                          meta=_binomial_meta),
                     binomial)
 _standard_gamma_op = OpDef(
     "_standard_gamma", RANDOM, method=False,
-    grads={"self": lambda g, self, result: g * _standard_gamma_grad(self, result)})
+    grads={"self": lambda g, self, result: g * _standard_gamma_grad(self, result)},
+    meta=_standard_gamma_meta)
 _standard_gamma = register(_standard_gamma_op, _standard_gamma)
-_sample_dirichlet = register(OpDef("_sample_dirichlet", RANDOM, method=False),
+_sample_dirichlet = register(OpDef("_sample_dirichlet", RANDOM, method=False,
+                                   meta=_sample_dirichlet_meta),
                              _sample_dirichlet)

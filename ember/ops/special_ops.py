@@ -69,7 +69,7 @@ def _trigamma(x):
     """polygamma(1, x) the way torch computes it (reflection below 1/2, six recurrence
     steps, then the asymptotic series), so that the poles give torch's large finite values
     rather than SciPy's inf."""
-    x = np.array(x, copy=True)
+    x = np.copy(x)      # (np.array would read a meta array's mapping; np.copy raises MetaData)
     result = np.zeros_like(x)
     sign = np.ones_like(x)
     small = x < 0.5

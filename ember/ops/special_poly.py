@@ -10,7 +10,11 @@ with torch's to rounding.
 """
 import numpy as np
 
+from ..core.meta import meta_array
+from ..core.tensor import Tensor
 from .pointwise import defpw, _unary
+from .registry import OPS
+from . import meta_rules as _M
 from .special_ops import scipy_special, real
 
 
@@ -70,7 +74,9 @@ def _recurrence(x, n, first, second, step):
 
 
 def _degrees(x, n):
-    x, n = np.broadcast_arrays(np.asarray(x), np.asarray(n))
+    # asanyarray, not asarray: a meta input stays a MetaArray, so the first computation
+    # raises MetaData (and the derived pointwise meta rule runs) instead of reading zeros
+    x, n = np.broadcast_arrays(np.asanyarray(x), np.asanyarray(n))
     with np.errstate(all="ignore"):
         k = np.where(np.isfinite(n), n, -1).astype(np.int64)   # truncation, as torch's cast
     if x.dtype.kind != "f":
@@ -120,7 +126,30 @@ def _chebyshev(kind, shift):
     return _poly(name, kernel)
 
 
+def _poly_meta(op):
+    """The derived pointwise rule, with the layout of the kernel's NumPy calls: the degrees
+    become a full array first (`_degrees`: NumPy's layout of n broadcast alone), which then
+    comes first in every np.where, so the result follows its dim order, then x's."""
+    rule = _M.pointwise(op)
+
+    def meta(input, n, **kwargs):
+        res = rule(input, n, **kwargs)
+        shape = tuple(res._data.shape)
+        ts = [t for t in (n, input) if isinstance(t, Tensor)]
+        if isinstance(n, Tensor):
+            ts[0] = _M.result(shape, n.dtype, _M.numpy_layout([n], shape))
+        res._data = meta_array(shape, res._data.dtype, _M.numpy_layout(ts, shape))
+        return res
+    return meta
+
+
 def _poly(name, kernel):
+    fn = _poly_def(name, kernel)
+    OPS["special_" + name].meta = _poly_meta(OPS["special_" + name])
+    return fn
+
+
+def _poly_def(name, kernel):
     return defpw("special_" + name, None, kernel, inputs=("self", "n"), rule=real(name + "_cpu"),
                  errstate=True, function=False, method=False, inplace=False, jvp=_no_tangent)
 

@@ -22,6 +22,7 @@ from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, COMPOSITE, register
 from . import batch_rules as _br
+from . import meta_rules as _M
 
 NORMS = ("backward", "ortho", "forward")
 _SWAP = {"backward": "forward", "forward": "backward", "ortho": "ortho"}
@@ -112,6 +113,40 @@ _fft_r2c = register(_R2C, _fft_r2c)
 _fft_c2r = register(_C2R, _fft_c2r)
 
 
+# ---- meta rules: the result's shape from the transform's dims (every result is contiguous,
+# as _finish makes it); the node is recorded as on cpu, so meta backward runs the adjoints
+def _meta_finish(op, x, shape, dt, attrs):
+    out = _M.result(shape, dt)
+    if state.enabled and x._requires_grad:
+        graph.record(op, (x,), out, attrs)
+    return out
+
+
+def _c2c_meta(self, dim, norm, forward):
+    return _meta_finish(_C2C, self, self.shape, self.dtype,
+                        {"dim": dim, "norm": norm, "forward": forward})
+
+
+def _r2c_meta(self, dim, norm, onesided):
+    shape = list(self.shape)
+    if onesided:
+        shape[dim[-1]] = shape[dim[-1]] // 2 + 1
+    return _meta_finish(_R2C, self, shape, self.dtype.to_complex(),
+                        {"dim": dim, "norm": norm, "onesided": onesided})
+
+
+def _c2r_meta(self, dim, norm, last_dim_size):
+    shape = list(self.shape)
+    shape[dim[-1]] = last_dim_size
+    return _meta_finish(_C2R, self, shape, self.dtype.to_real(),
+                        {"dim": dim, "norm": norm, "last_dim_size": last_dim_size})
+
+
+_C2C.meta = _c2c_meta
+_R2C.meta = _r2c_meta
+_C2R.meta = _c2r_meta
+
+
 # ---- argument handling shared by the public functions --------------------------------------
 def check_norm(norm):
     if norm is None:
@@ -131,7 +166,7 @@ def resize(x, d, n):
     from .creation import zeros
     shape = list(x.shape)
     shape[d] = n - size
-    return _cat([x, zeros(shape, dtype=x.dtype)], d)
+    return _cat([x, zeros(shape, dtype=x.dtype, device=x.device)], d)
 
 
 def _cat(ts, d):

@@ -103,7 +103,7 @@ def _describe(name, x, n_fft, hop, win, window, extra):
 def _padded_window(window, win_length, n_fft, x, what):
     if window is None:
         from .creation import ones
-        window = ones(win_length, dtype=x.dtype.to_real())
+        window = ones(win_length, dtype=x.dtype.to_real(), device=x.device)
     elif window.dim() != 1 or window.shape[0] != win_length:
         raise RuntimeError(f"{what} : expected a 1D window tensor of size equal to "
                            f"win_length={win_length}, but got window with size "
@@ -117,7 +117,7 @@ def _padded_window(window, win_length, n_fft, x, what):
 def _pad_left(w, left):
     from .creation import zeros
     from .joining import cat
-    return cat([zeros(left, dtype=w.dtype), w]) if left else w
+    return cat([zeros(left, dtype=w.dtype, device=w.device), w]) if left else w
 
 
 _PAD_MODES = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
@@ -129,7 +129,7 @@ def _center_pad(x, p, mode):
     if mode == "constant":
         from .creation import zeros
         from .joining import cat
-        z = zeros(x.shape[:-1] + (p,), dtype=x.dtype)
+        z = zeros(x.shape[:-1] + (p,), dtype=x.dtype, device=x.device)
         return cat([z, x, z], -1)
     if mode not in _PAD_MODES:
         raise NotImplementedError(f"stft: unsupported pad_mode {mode!r}")
@@ -138,7 +138,7 @@ def _center_pad(x, p, mode):
                            f"input dimension, but got: padding ({p}, {p}) at dimension 2 of "
                            f"input {[1] + list(x.shape)}")
     idx = np.pad(np.arange(n), p, mode=_PAD_MODES[mode])
-    return x.index_select(-1, wrap(idx, D.int64))
+    return x.index_select(-1, wrap(idx, D.int64).to(x.device))   # (meta x: a meta index)
 
 
 def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,

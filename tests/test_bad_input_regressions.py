@@ -78,6 +78,14 @@ CASES = {
     # found by tests/fuzz: chunk of an empty dim into 2**63 pieces looped for ever; ints
     # beyond int64 and non-tensors for tensor arguments get torch's parser errors
     "sum(dim=None, keepdim=True)": lambda lib: lib.ones(2, 3).sum(dim=None, keepdim=True),
+    "trapezoid of bool": lambda lib: lib.trapezoid(lib.ones(3, dtype=lib.bool)),
+    "trapezoid of bool, empty dim": lambda lib: lib.trapezoid(lib.ones(2, 0, dtype=lib.bool)),
+    "trapezoid of int64, empty dim": lambda lib: lib.trapezoid(lib.ones(2, 0, dtype=lib.int64)),
+    "trapezoid with bool x": lambda lib: lib.trapezoid(lib.ones(2, 3), lib.ones(3, dtype=lib.bool)),
+    "cumulative_trapezoid of bool":
+        lambda lib: lib.cumulative_trapezoid(lib.ones(3, dtype=lib.bool)),
+    "mvlgamma p=2**63": lambda lib: lib.mvlgamma(lib.ones(2) * 5, 2 ** 63),
+    "linalg.vander N=2**63": lambda lib: lib.linalg.vander(lib.ones(3), N=2 ** 63),
     "chunk 2**63 of empty": lambda lib: lib.zeros(0, 3).chunk(2 ** 63),
     "sum dim 2**63": lambda lib: lib.ones(2, 3).sum(2 ** 63),
     "unsqueeze 2**63": lambda lib: lib.ones(2).unsqueeze(2 ** 63),

@@ -67,6 +67,14 @@ def _check_x(x, name):
                         f"Tensor, not {type(x).__name__} (pass a spacing as dx=)")
 
 
+def _no_bool(y, x, name):
+    if y.dtype is D.bool_:
+        raise RuntimeError(f"{name}: received a bool input for `y`, but bool is not supported")
+    if x is not None and x.dtype is D.bool_:
+        raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
+                           "supported")
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal rule along `dim`, with sample points `x` or a constant spacing `dx`.
 
@@ -74,10 +82,11 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     tensor(4.)
     """
     _check_x(x, "trapezoid")
+    if y.shape[dim] == 0:   # (torch answers before its dtype checks: zeros of y's dtype)
+        return (y.sum(dim) * 0).to(y.dtype)
+    _no_bool(y, x, "trapezoid")
     yf = y if y.dtype._kind >= 2 else y.to(D.get_default_dtype())
     n = yf.shape[dim]
-    if n == 0:
-        return yf.sum(dim) * 0
     mid = (yf.narrow(dim, 1, n - 1) + yf.narrow(dim, 0, n - 1)) / 2
     return (mid * _trapezoid_spacing(yf, x, dx, dim)).sum(dim)
 
@@ -94,6 +103,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     tensor([1.5000, 4.0000])
     """
     _check_x(x, "cumulative_trapezoid")
+    _no_bool(y, x, "cumulative_trapezoid")
     yf = y if y.dtype._kind >= 2 else y.to(D.get_default_dtype())
     n = yf.shape[dim]
     if n == 0:

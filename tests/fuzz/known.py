@@ -94,8 +94,6 @@ KNOWN = {
         'result 0: values differ',
     ('special_shifted_chebyshev_polynomial_w', 'specials', 'wrong_value'):
         'result 0: values differ',
-    ('trapezoid', 'bool', 'wrong_value'):
-        'result 0: float32[2] vs torch bool[2]',
     ('adjoint', 'last_dim_plus_one', 'accepted_bad'):
         "torch RuntimeError: Can't call numpy() on Tensor that has conjugate bit set. Use tensor.resolve_conj().numpy() instead.",
     ('adjoint', 'zero_size', 'accepted_bad'):
@@ -140,8 +138,6 @@ KNOWN = {
         'torch ValueError: Overflow when unpacking long long',
     ('stft', 'bool', 'accepted_bad'):
         'torch NotImplementedError: "reflection_pad1d" not implemented for \'Bool\'',
-    ('trapz', 'bool', 'accepted_bad'):
-        'torch RuntimeError: trapezoid: received a bool input for `y`, but bool is not supported',
     ('geqrf', 'zero_size', 'spurious_error'):
         'ember ValueError: cannot reshape array of size 0 into shape (0,3)',
     ('linalg_cond', 'zero_size', 'spurious_error'):

@@ -78,6 +78,11 @@ CASES = {
     # found by tests/fuzz: chunk of an empty dim into 2**63 pieces looped for ever; ints
     # beyond int64 and non-tensors for tensor arguments get torch's parser errors
     "sum(dim=None, keepdim=True)": lambda lib: lib.ones(2, 3).sum(dim=None, keepdim=True),
+    # the *_with_indices forms return the pair whatever return_indices says
+    "max_pool1d_with_indices":
+        lambda lib: lib.nn.functional.max_pool1d_with_indices(lib.arange(8.).reshape(1, 2, 4), 2),
+    "max_pool2d_with_indices": lambda lib: lib.nn.functional.max_pool2d_with_indices(
+        lib.arange(32.).reshape(1, 2, 4, 4), 2, return_indices=False),
     "trapezoid of bool": lambda lib: lib.trapezoid(lib.ones(3, dtype=lib.bool)),
     "trapezoid of bool, empty dim": lambda lib: lib.trapezoid(lib.ones(2, 0, dtype=lib.bool)),
     "trapezoid of int64, empty dim": lambda lib: lib.trapezoid(lib.ones(2, 0, dtype=lib.int64)),

@@ -264,8 +264,16 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 max_pool3d = _composition("max_pool3d", max_pool3d, amp=_FP32)
 
 
-max_pool1d_with_indices = max_pool1d
-max_pool2d_with_indices = max_pool2d
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """max_pool1d returning (output, indices) whatever `return_indices` says, as torch's."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """max_pool2d returning (output, indices) whatever `return_indices` says, as torch's."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 # ---- average pooling: a depthwise convolution with a ones kernel, over a divisor ----------

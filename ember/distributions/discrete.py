@@ -11,7 +11,9 @@ import numbers
 from ..autograd.grad_mode import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits as _bce_logits, one_hot as _one_hot
 from . import _fn, constraints
-from .distribution import Distribution, ExponentialFamily, expand_params
+from .distribution import (BinaryProbsLogits, Distribution, ExponentialFamily,
+                           count_and_probs_or_logits, expand_params, expand_probs_logits,
+                           probs_or_logits)
 from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Bernoulli", "Binomial", "Categorical", "OneHotCategorical",
@@ -23,18 +25,12 @@ def _one_of(probs, logits):
         raise ValueError("Either `probs` or `logits` must be specified, but not both.")
 
 
-def _expand_pl(self, cls, batch_shape, _instance, extra=()):
-    new = expand_params(self, cls, batch_shape, _instance, ("probs", "logits") + extra)
-    new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
-    return new
-
-
 def _support_values(n, dtype, batch_shape, expand):
     values = _fn.arange(n, dtype=dtype).view((-1,) + (1,) * len(batch_shape))
     return values.expand((-1,) + tuple(batch_shape)) if expand else values
 
 
-class Bernoulli(ExponentialFamily):
+class Bernoulli(BinaryProbsLogits, ExponentialFamily):
     """1 with probability `probs` (or sigmoid(`logits`)), else 0."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.boolean
@@ -42,19 +38,10 @@ class Bernoulli(ExponentialFamily):
     _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            is_scalar = isinstance(probs, numbers.Number)
-            (self.probs,) = broadcast_all(probs)
-        else:
-            is_scalar = isinstance(logits, numbers.Number)
-            (self.logits,) = broadcast_all(logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(() if is_scalar else tuple(self._param.shape),
-                         validate_args=validate_args)
+        super().__init__(probs_or_logits(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return _expand_pl(self, Bernoulli, batch_shape, _instance)
+        return expand_probs_logits(self, Bernoulli, batch_shape, _instance)
 
     @property
     def mean(self):
@@ -68,18 +55,6 @@ class Bernoulli(ExponentialFamily):
     @property
     def variance(self):
         return self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         shape = self._extended_shape(sample_shape)
@@ -110,25 +85,18 @@ def _clamp_by_zero(x):
     return (x.clamp(min=0) + x - x.clamp(max=0)) / 2
 
 
-class Binomial(Distribution):
+class Binomial(BinaryProbsLogits, Distribution):
     """The number of successes in `total_count` Bernoulli(`probs`) trials."""
     arg_constraints = {"total_count": constraints.nonnegative_integer,
                        "probs": constraints.unit_interval, "logits": constraints.real}
     has_enumerate_support = True
 
     def __init__(self, total_count=1, probs=None, logits=None, validate_args=None):
-        _one_of(probs, logits)
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        super().__init__(count_and_probs_or_logits(self, total_count, probs, logits),
+                         validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        return _expand_pl(self, Binomial, batch_shape, _instance, ("total_count",))
+        return expand_probs_logits(self, Binomial, batch_shape, _instance, ("total_count",))
 
     @constraints.dependent_property(is_discrete=True, event_dim=0)
     def support(self):
@@ -145,18 +113,6 @@ class Binomial(Distribution):
     @property
     def variance(self):
         return self.total_count * self.probs * (1 - self.probs)
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
@@ -212,7 +168,7 @@ class Categorical(Distribution):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = _expand_pl(self, Categorical, batch_shape, _instance)
+        new = expand_probs_logits(self, Categorical, batch_shape, _instance)
         new._num_events = self._num_events
         return new
 

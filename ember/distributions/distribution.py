@@ -10,12 +10,13 @@ and `log_prob`/`cdf` check their value against `support`, raising torch's ValueE
     >>> d.sample((2,)).shape, d.batch_shape
     (ember.Size([2, 3]), ember.Size([3]))
 """
+import numbers
 import warnings
 
 from ..autograd import grad as _grad
 from ..autograd.grad_mode import no_grad
 from . import _fn, constraints
-from .utils import lazy_property
+from .utils import broadcast_all, lazy_property, logits_to_probs, probs_to_logits
 
 __all__ = ["Distribution", "ExponentialFamily"]
 
@@ -217,3 +218,54 @@ def expand_params(self, cls, batch_shape, _instance, names):
     Distribution.__init__(new, batch_shape, self.event_shape, validate_args=False)
     new._validate_args = self._validate_args
     return new
+
+
+def probs_or_logits(self, probs, logits):
+    """Set exactly one of `probs` / `logits` on self (broadcast to a tensor) as ``_param``;
+    returns the batch shape it gives (() for a Python number)."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    if probs is not None:
+        (self.probs,) = broadcast_all(probs)
+    else:
+        (self.logits,) = broadcast_all(logits)
+    self._param = self.probs if probs is not None else self.logits
+    given = probs if probs is not None else logits
+    return () if isinstance(given, numbers.Number) else tuple(self._param.shape)
+
+
+def count_and_probs_or_logits(self, total_count, probs, logits):
+    """probs_or_logits for the count distributions: `total_count` broadcast with the given
+    parameter and of its dtype; returns the batch shape."""
+    if (probs is None) == (logits is None):
+        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
+    name, given = ("probs", probs) if probs is not None else ("logits", logits)
+    total_count, param = broadcast_all(total_count, given)
+    self.total_count = total_count.type_as(param)
+    setattr(self, name, param)
+    self._param = param
+    return tuple(param.shape)
+
+
+def expand_probs_logits(self, cls, batch_shape, _instance, extra=()):
+    """expand_params for a distribution parameterised by probs or logits (and `extra`)."""
+    new = expand_params(self, cls, batch_shape, _instance, ("probs", "logits") + extra)
+    new._param = new.__dict__["probs"] if "probs" in self.__dict__ else new.__dict__["logits"]
+    return new
+
+
+class BinaryProbsLogits:
+    """The two-outcome parameter pair: `probs` and `logits` (each derived lazily from the
+    other, whichever was given) and `param_shape`, shared by Bernoulli-like distributions."""
+
+    @lazy_property
+    def logits(self):
+        return probs_to_logits(self.probs, is_binary=True)
+
+    @lazy_property
+    def probs(self):
+        return logits_to_probs(self.logits, is_binary=True)
+
+    @property
+    def param_shape(self):
+        return self._param.size()

@@ -14,10 +14,10 @@ from ..autograd.grad_mode import no_grad
 from ..nn.functional import logsigmoid as _logsigmoid, one_hot as _one_hot
 from ..ops.random_sampling import _dirichlet_grad
 from . import _fn, constraints
-from .distribution import Distribution, ExponentialFamily, expand_params
+from .distribution import (BinaryProbsLogits, Distribution, ExponentialFamily,
+                           count_and_probs_or_logits, expand_params, expand_probs_logits)
 from .transforms_base import PowerTransform
-from .utils import _standard_normal, broadcast_all, lazy_property, logits_to_probs, \
-    probs_to_logits
+from .utils import _standard_normal, broadcast_all, lazy_property
 from .wrappers import TransformedDistribution
 
 __all__ = ["Gamma", "Chi2", "InverseGamma", "Dirichlet", "Beta", "StudentT",
@@ -391,7 +391,7 @@ class FisherSnedecor(Distribution):
         return t1 + t2 - t3
 
 
-class NegativeBinomial(Distribution):
+class NegativeBinomial(BinaryProbsLogits, Distribution):
     """The number of successes before `total_count` failures, success probability `probs`."""
     arg_constraints = {"total_count": constraints.greater_than_eq(0),
                        "probs": constraints.half_open_interval(0.0, 1.0),
@@ -399,22 +399,12 @@ class NegativeBinomial(Distribution):
     support = constraints.nonnegative_integer
 
     def __init__(self, total_count, probs=None, logits=None, validate_args=None):
-        if (probs is None) == (logits is None):
-            raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-        if probs is not None:
-            self.total_count, self.probs = broadcast_all(total_count, probs)
-            self.total_count = self.total_count.type_as(self.probs)
-        else:
-            self.total_count, self.logits = broadcast_all(total_count, logits)
-            self.total_count = self.total_count.type_as(self.logits)
-        self._param = self.probs if probs is not None else self.logits
-        super().__init__(tuple(self._param.shape), validate_args=validate_args)
+        super().__init__(count_and_probs_or_logits(self, total_count, probs, logits),
+                         validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = expand_params(self, NegativeBinomial, batch_shape, _instance,
-                            ("total_count", "probs", "logits"))
-        new._param = new.__dict__.get("probs", new.__dict__.get("logits"))
-        return new
+        return expand_probs_logits(self, NegativeBinomial, batch_shape, _instance,
+                                   ("total_count",))
 
     @property
     def mean(self):
@@ -427,18 +417,6 @@ class NegativeBinomial(Distribution):
     @property
     def variance(self):
         return self.mean / (-self.logits).sigmoid()
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     @lazy_property
     def _gamma(self):

@@ -6,66 +6,36 @@ LogisticNormal, and VonMises (the circle; sampled by rejection, no rsample).
     ember.Size([1])
 """
 import math
-import numbers
 
 from ..autograd.grad_mode import no_grad
 from ..nn.functional import binary_cross_entropy_with_logits as _bce_logits
 from . import _fn, constraints
 from .continuous import Normal
 from .discrete import Categorical
-from .distribution import Distribution, ExponentialFamily, expand_params
+from .distribution import (BinaryProbsLogits, Distribution, ExponentialFamily, expand_params,
+                           expand_probs_logits, probs_or_logits)
 from .transforms_base import ExpTransform, SigmoidTransform
 from .transforms_structured import StickBreakingTransform
-from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs, probs_to_logits
+from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs
 from .wrappers import TransformedDistribution
 
 __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli", "ExpRelaxedCategorical",
            "RelaxedOneHotCategorical", "LogisticNormal", "ContinuousBernoulli", "VonMises"]
 
 
-def _probs_or_logits(self, probs, logits):
-    if (probs is None) == (logits is None):
-        raise ValueError("Either `probs` or `logits` must be specified, but not both.")
-    if probs is not None:
-        (self.probs,) = broadcast_all(probs)
-    else:
-        (self.logits,) = broadcast_all(logits)
-    self._param = self.probs if probs is not None else self.logits
-    given = probs if probs is not None else logits
-    return () if isinstance(given, numbers.Number) else tuple(self._param.shape)
-
-
-def _expand_pl(self, cls, batch_shape, _instance):
-    new = expand_params(self, cls, batch_shape, _instance, ("probs", "logits"))
-    new._param = new.__dict__.get("probs", new.__dict__.get("logits"))
-    return new
-
-
-class LogitRelaxedBernoulli(Distribution):
+class LogitRelaxedBernoulli(BinaryProbsLogits, Distribution):
     """The logit of a RelaxedBernoulli draw (on the reals)."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
 
     def __init__(self, temperature, probs=None, logits=None, validate_args=None):
         self.temperature = temperature
-        super().__init__(_probs_or_logits(self, probs, logits), validate_args=validate_args)
+        super().__init__(probs_or_logits(self, probs, logits), validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = _expand_pl(self, LogitRelaxedBernoulli, batch_shape, _instance)
+        new = expand_probs_logits(self, LogitRelaxedBernoulli, batch_shape, _instance)
         new.temperature = self.temperature
         return new
-
-    @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
-        return logits_to_probs(self.logits, is_binary=True)
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def rsample(self, sample_shape=()):
         shape = tuple(self._extended_shape(sample_shape))
@@ -213,7 +183,7 @@ class LogisticNormal(TransformedDistribution):
         return self.base_dist.base_dist.scale
 
 
-class ContinuousBernoulli(ExponentialFamily):
+class ContinuousBernoulli(BinaryProbsLogits, ExponentialFamily):
     """The continuous Bernoulli on [0, 1] (density ∝ p^x (1-p)^(1-x)); near p = 1/2 its
     normaliser uses a Taylor expansion (`lims`), as torch's does."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
@@ -222,7 +192,7 @@ class ContinuousBernoulli(ExponentialFamily):
     has_rsample = True
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
-        batch_shape = _probs_or_logits(self, probs, logits)
+        batch_shape = probs_or_logits(self, probs, logits)
         if probs is not None:
             if validate_args is not None and not bool(
                     self.arg_constraints["probs"].check(self.probs).all()):
@@ -233,7 +203,7 @@ class ContinuousBernoulli(ExponentialFamily):
         super().__init__(batch_shape, validate_args=validate_args)
 
     def expand(self, batch_shape, _instance=None):
-        new = _expand_pl(self, ContinuousBernoulli, batch_shape, _instance)
+        new = expand_probs_logits(self, ContinuousBernoulli, batch_shape, _instance)
         new._lims = self._lims
         return new
 
@@ -276,16 +246,8 @@ class ContinuousBernoulli(ExponentialFamily):
         return _fn.where(self._outside_unstable_region(), vars_, taylor)
 
     @lazy_property
-    def logits(self):
-        return probs_to_logits(self.probs, is_binary=True)
-
-    @lazy_property
-    def probs(self):
+    def probs(self):     # (clamped; logits and param_shape: BinaryProbsLogits)
         return clamp_probs(logits_to_probs(self.logits, is_binary=True))
-
-    @property
-    def param_shape(self):
-        return self._param.size()
 
     def sample(self, sample_shape=()):
         u = _fn.rand(tuple(self._extended_shape(sample_shape)), dtype=self.probs.dtype)

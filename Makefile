@@ -4,7 +4,7 @@ VENV := .venv
 VPY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench fuzz clean sysdeps
+.PHONY: demo test bench fuzz soak clean sysdeps
 
 $(STAMP): pyproject.toml
 	test -x $(VPY) || $(PY) -m venv $(VENV)
@@ -41,6 +41,10 @@ FUZZ_SEED ?= 0
 fuzz: $(STAMP)
 	$(VPY) tests/fuzz/fuzzer.py --seed $(FUZZ_SEED) --share 100 \
 	  --show crash,wrong_value,accepted_bad,spurious_error,error_class
+
+# the soak run (tests/soak): 10,000 GPT steps, a SIGKILL during a checkpoint save, resume
+soak: $(STAMP)
+	$(VPY) -m pytest -p no:warnings -m soak tests/soak -v
 
 bench: $(STAMP)
 	$(VPY) -m benchmarks

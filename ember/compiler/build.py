@@ -34,6 +34,10 @@ FLAGS = ("-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-fno-math-errn
 SANITIZE_FLAGS = ("-O1", "-g", "-fopenmp", "-fno-math-errno", "-fwrapv", "-ffp-contract=off",
                   "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                   "-fno-omit-frame-pointer")
+# EMBER_SANITIZE=1: every library is built with AddressSanitizer and UBSan instead (the
+# sanitizer test runs compiled models so, in a process with libasan preloaded)
+if os.environ.get("EMBER_SANITIZE") == "1":
+    FLAGS = SANITIZE_FLAGS + ("-shared", "-fPIC")
 KERNEL_NAME = "ember_kernel"
 
 log = logging.getLogger("ember.compiler")

@@ -243,3 +243,16 @@ def test_a_composition_that_breaks_the_graph_stays_eager():
     x = ember.randn(64, 128)
     assert k(x) is None and k.broken.startswith("graph break")
     assert k(x) is None and k.calls == 0
+
+
+def test_the_first_call_returns_the_kernels_bits_not_the_compositions():
+    # the first call traces the composition; its result must still be the kernel's, or a
+    # run resumed from a checkpoint (a fresh process) diverges from the original run
+    kernel = eager.EagerKernel(lambda x: x * 0.5 * (1.0 + (x * 0.7071067811865476).erf()),
+                               "first_call_gelu")
+    x = ember.tensor(RNG.standard_normal((64, 129)).astype(np.float32))
+    first = kernel(x)
+    assert first is not None and kernel.calls == 1
+    second = kernel(x)
+    assert kernel.calls == 2
+    np.testing.assert_array_equal(first.numpy(), second.numpy())

@@ -43,6 +43,7 @@ def _floating_only(kernel_name, input):
 # ---- linear maps ----
 from ..ops.linalg import linear as _linear_op  # noqa: E402
 from ..dispatch import not_implemented as _not_implemented  # noqa: E402
+from ..ops.dtype_support import FLOATING  # noqa: E402
 
 
 def linear(input, weight, bias=None):
@@ -129,7 +130,8 @@ def prelu(input, weight):
                                f"{channels}.")
         w = weight.reshape(-1, *([1] * (input.dim() - 2)))
     return where(input > 0, input, w * input)
-prelu = _composition("prelu", prelu, amp=_LOWP)
+prelu = _composition("prelu", prelu, amp=_LOWP,
+    dtypes=FLOATING, dtype_kernel="prelu_cpu")
 
 
 def elu(input, alpha=1.0, inplace=False):

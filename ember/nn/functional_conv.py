@@ -21,6 +21,7 @@ from .functional_resample import *  # noqa: F401,F403  (resampling)
 # nn.functional looks them up
 from .functional_pool import (_max_pool_select, _tap_gather, _tap_scatter,  # noqa: F401
                               _max_pool_indices)
+from ..ops.dtype_support import ALL_BUT_BOOL, COMPLEX, FLOATING, INT64
 
 __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
@@ -121,7 +122,8 @@ def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """1-D convolution of (N, C, L) input with (out, C/groups, k) weight."""
     return _convnd(1, "conv1d", input, weight, bias, stride, padding, dilation, groups)
-conv1d = _composition("conv1d", conv1d, amp=_LOWP)
+conv1d = _composition("conv1d", conv1d, amp=_LOWP,
+    dtypes=ALL_BUT_BOOL, dtype_kernel="slow_conv2d_cpu")
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
@@ -131,13 +133,15 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     ember.Size([1, 2, 5, 5])
     """
     return _convnd(2, "conv2d", input, weight, bias, stride, padding, dilation, groups)
-conv2d = _composition("conv2d", conv2d, amp=_LOWP)
+conv2d = _composition("conv2d", conv2d, amp=_LOWP,
+    dtypes=ALL_BUT_BOOL, dtype_kernel="slow_conv2d_cpu")
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """3-D convolution of (N, C, D, H, W) input with (out, C/groups, kd, kh, kw) weight."""
     return _convnd(3, "conv3d", input, weight, bias, stride, padding, dilation, groups)
-conv3d = _composition("conv3d", conv3d, amp=_LOWP)
+conv3d = _composition("conv3d", conv3d, amp=_LOWP,
+    dtypes=ALL_BUT_BOOL, dtype_kernel="compute_columns3d")
 
 
 def _conv_transposend(nd, name, input, weight, bias, stride, padding, output_padding, groups,
@@ -175,7 +179,9 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """Transposed 1-D convolution (the adjoint of conv1d); weight (in, out/groups, k)."""
     return _conv_transposend(1, "conv_transpose1d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
-conv_transpose1d = _composition("conv_transpose1d", conv_transpose1d, amp=_LOWP)
+conv_transpose1d = _composition("conv_transpose1d", conv_transpose1d, amp=_LOWP,
+    dtypes=FLOATING | COMPLEX | INT64,
+    dtype_kernel="slow_conv_transpose2d_out_cpu")
 
 
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
@@ -183,14 +189,18 @@ def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_paddi
     """Transposed 2-D convolution (the adjoint of conv2d); weight (in, out/groups, kh, kw)."""
     return _conv_transposend(2, "conv_transpose2d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
-conv_transpose2d = _composition("conv_transpose2d", conv_transpose2d, amp=_LOWP)
+conv_transpose2d = _composition("conv_transpose2d", conv_transpose2d, amp=_LOWP,
+    dtypes=FLOATING | COMPLEX | INT64,
+    dtype_kernel="slow_conv_transpose2d_out_cpu")
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
                      dilation=1):
     return _conv_transposend(3, "conv_transpose3d", input, weight, bias, stride, padding,
                              output_padding, groups, dilation)
-conv_transpose3d = _composition("conv_transpose3d", conv_transpose3d, amp=_LOWP)
+conv_transpose3d = _composition("conv_transpose3d", conv_transpose3d, amp=_LOWP,
+    dtypes=FLOATING | COMPLEX | INT64,
+    dtype_kernel="slow_conv_transpose3d_out_cpu")
 
 
 # ---- unfold / fold (im2col / col2im) ----------------------------------------------------

@@ -24,6 +24,7 @@ from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP, NO_FORWARD_A
 # helpers the other losses share live with them
 from ..ops.nn_loss_ops import (cross_entropy, nll_loss, _legacy_reduction, _reduce,  # noqa: F401
                                _up, _down, _HALF)
+from ..ops.dtype_support import FLOAT32_64, FLOATING  # noqa: E402
 
 __all__ = ["pairwise_distance", "cross_entropy", "nll_loss", "binary_cross_entropy",
            "binary_cross_entropy_with_logits", "mse_loss", "l1_loss", "smooth_l1_loss",
@@ -65,7 +66,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     if weight is not None:
         loss = loss * weight
     return _down(_reduce(loss, reduction), dt)
-binary_cross_entropy = _composition("binary_cross_entropy", binary_cross_entropy, amp=_FP32)
+binary_cross_entropy = _composition("binary_cross_entropy", binary_cross_entropy, amp=_FP32,
+    dtypes=FLOATING, dtype_kernel="binary_cross_entropy")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
@@ -110,7 +112,8 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
         return _pointwise_loss(lambda d: d * d * weight, input, target, size_average, reduce,
                                reduction)
     return _pointwise_loss(lambda d: d * d, input, target, size_average, reduce, reduction)
-mse_loss = _composition("mse_loss", mse_loss, amp=_FP32)
+mse_loss = _composition("mse_loss", mse_loss, amp=_FP32,
+    dtypes=FLOATING, dtype_kernel="mse_cpu")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -133,7 +136,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         a = d.abs()
         return where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
     return _pointwise_loss(fn, input, target, size_average, reduce, reduction)
-smooth_l1_loss = _composition("smooth_l1_loss", smooth_l1_loss, amp=_FP32)
+smooth_l1_loss = _composition("smooth_l1_loss", smooth_l1_loss, amp=_FP32,
+    dtypes=FLOATING, dtype_kernel="smooth_l1_cpu")
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -300,7 +304,8 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         loss = loss.reshape(target.shape if target.dim() else ())
     return _reduce(loss, reduction)
 # it reads index values in Python: a tracer records each call whole
-multi_margin_loss = _whole_call("multi_margin_loss", multi_margin_loss, amp=_FP32)
+multi_margin_loss = _whole_call("multi_margin_loss", multi_margin_loss, amp=_FP32,
+    dtypes=FLOAT32_64, dtype_kernel="multi_margin_loss_cpu_kernel")
 
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -324,7 +329,9 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         loss = loss.reshape(() if input.dim() == 1 else input.shape[:-1])
     return _reduce(loss, reduction)
 # it reads index values in Python: a tracer records each call whole
-multilabel_margin_loss = _whole_call("multilabel_margin_loss", multilabel_margin_loss, amp=_FP32)
+multilabel_margin_loss = _whole_call("multilabel_margin_loss", multilabel_margin_loss, amp=_FP32,
+    dtypes=FLOAT32_64,
+    dtype_kernel="multilabel_margin_loss_forward_out_frame")
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
@@ -431,7 +438,8 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 # it reads index values in Python: a tracer records each call whole
 # forward AD refuses it as torch does: its backward is torch's formula (the gradient with
 # respect to the logits behind log_softmax), not the derivative of the computation above
-ctc_loss = _whole_call("ctc_loss", ctc_loss, amp=_FP32, jvp=_NO_FORWARD_AD)
+ctc_loss = _whole_call("ctc_loss", ctc_loss, amp=_FP32, jvp=_NO_FORWARD_AD,
+    dtypes=FLOAT32_64, dtype_kernel="ctc_loss_cpu")
 
 
 def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):

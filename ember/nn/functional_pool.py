@@ -20,6 +20,7 @@ from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _tap_slices, _crop,
                                _conv)
+from ..ops.dtype_support import FLOAT32_64, FLOATING, INTEGRAL, INT64
 
 __all__ = [
     "max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices",
@@ -261,7 +262,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     return _max_poolnd(3, "max_pool3d", input, kernel_size, stride, padding, dilation,
                        ceil_mode, return_indices)
-max_pool3d = _composition("max_pool3d", max_pool3d, amp=_FP32)
+max_pool3d = _composition("max_pool3d", max_pool3d, amp=_FP32,
+    dtypes=FLOATING | INTEGRAL, dtype_kernel="max_pool3d")
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
@@ -326,7 +328,9 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     return _avg_poolnd(3, "avg_pool3d", input, kernel_size, stride, padding, ceil_mode,
                        count_include_pad, divisor_override)
 # traced as one call; vmap: channels are independent
-avg_pool3d = _whole_call("avg_pool3d", avg_pool3d, amp=_FP32, batch=_fold_batch)
+avg_pool3d = _whole_call("avg_pool3d", avg_pool3d, amp=_FP32, batch=_fold_batch,
+    dtypes=FLOAT32_64 | INT64,
+    dtype_kernel="avg_pool3d_out_frame")
 
 
 # ---- adaptive pooling ---------------------------------------------------------------------
@@ -454,7 +458,9 @@ adaptive_max_pool2d = with_mode_seam("F.adaptive_max_pool2d", adaptive_max_pool2
 
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max(3, "adaptive_max_pool3d", input, output_size, return_indices)
-adaptive_max_pool3d = _whole_call("adaptive_max_pool3d", adaptive_max_pool3d, amp=_FP32)
+adaptive_max_pool3d = _whole_call("adaptive_max_pool3d", adaptive_max_pool3d, amp=_FP32,
+    dtypes=FLOATING,
+    dtype_kernel="adaptive_max_pool3d_cpu")
 
 
 def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size):
@@ -499,10 +505,12 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpoolnd(1, input, indices, kernel_size, stride, padding, output_size)
-max_unpool1d = _whole_call("max_unpool1d", max_unpool1d, amp=_FP32)  # traced as one call
+max_unpool1d = _whole_call("max_unpool1d", max_unpool1d, amp=_FP32,
+    dtypes=FLOATING, dtype_kernel="max_unpool2d")  # traced as one call
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value of a max_pool2d output at its index in a zero (N, C, H, W) tensor."""
     return _max_unpoolnd(2, input, indices, kernel_size, stride, padding, output_size)
-max_unpool2d = _whole_call("max_unpool2d", max_unpool2d, amp=_FP32)  # traced as one call
+max_unpool2d = _whole_call("max_unpool2d", max_unpool2d, amp=_FP32,
+    dtypes=FLOATING, dtype_kernel="max_unpool2d")  # traced as one call

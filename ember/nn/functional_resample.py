@@ -19,6 +19,7 @@ from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.nn_ops import whole_call as _whole_call  # (registers a function as its op)
 from ..ops.registry import FP32 as _FP32
 from .functional_pool import _adaptive_avg, _along
+from ..ops.dtype_support import FLOATING
 
 __all__ = [
     "interpolate", "upsample", "upsample_nearest", "upsample_bilinear", "pad", "pixel_shuffle",
@@ -410,4 +411,6 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
         out = (tap(y0, x0, (1 - fx) * (1 - fy)) + tap(y0, x0 + 1, fx * (1 - fy))
                + tap(y0 + 1, x0, (1 - fx) * fy) + tap(y0 + 1, x0 + 1, fx * fy))
     return out.reshape(n, c, ho, wo)
-grid_sample = _whole_call("grid_sample", grid_sample, amp=_FP32)  # traced as one call
+grid_sample = _whole_call("grid_sample", grid_sample, amp=_FP32,
+    dtypes=FLOATING,
+    dtype_kernel="grid_sampler_2d_cpu_kernel_impl")  # traced as one call

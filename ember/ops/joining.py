@@ -400,7 +400,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 def _check_repeats(t):
     if t.dtype not in (D.int64, D.int32):
-        raise RuntimeError(f'"repeat_interleave_cpu" not implemented for '
+        raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
                            f"'{torch_name(t.dtype)}'")
     reps = t._data.astype(np.int64)
     if (reps < 0).any():
@@ -477,7 +477,7 @@ def _tri_indices(name, np_fn, row, col, offset, dtype):
     from ..core.dtype import to_dtype
     dt = D.int64 if dtype is None else to_dtype(dtype)
     if dt not in (D.int64, D.int32):
-        raise RuntimeError(f'"{name}" not implemented for \'{torch_name(dt)}\'')
+        raise NotImplementedError(f'"{name}" not implemented for \'{torch_name(dt)}\'')
     row, col, offset = (int_arg(v, name, n, k + 1) for k, (n, v) in enumerate(
         (("row", row), ("col", col), ("offset", offset))))
     if row < 0:

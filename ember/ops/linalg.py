@@ -17,6 +17,7 @@ from . import meta_rules as M
 from .registry import (OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, LINEAR, MULTILINEAR,
                        register, register_each)
 from .registry import OPS
+from .dtype_support import ALL, ALL_BUT_BOOL
 from . import batch_rules as _br
 # the matmul family, re-exported: code imports these names from here
 from .matmul import (LOWP, FnNode, record_fn, finish, _out, kernel_array,  # noqa: F401
@@ -384,7 +385,8 @@ register(OpDef("ger", EXTERN, jvp=MULTILINEAR), lambda input, vec2: outer(input,
 tensordot = register(OpDef("tensordot", COMPOSITE, method=False, jvp=MULTILINEAR), tensordot)
 # autocast: trace and cdist run in float32; einsum in the lower precision when it contracts
 trace = register(OpDef("trace", EXTERN, amp=FP32, jvp=LINEAR), trace)
-cdist = register(OpDef("cdist", COMPOSITE, method=False, amp=FP32), cdist)
+cdist = register(OpDef("cdist", COMPOSITE, method=False, amp=FP32,
+                        dtypes=ALL - {D.float16, D.bfloat16}), cdist)
 
 
 def einsum_contracts(equation):
@@ -403,6 +405,7 @@ def _einsum_amp(args, kwargs):
 
 
 einsum = register(OpDef("einsum", COMPOSITE, method=False, amp=_einsum_amp, jvp=MULTILINEAR,
+                         dtypes=ALL_BUT_BOOL, dtype_kernel="bmm",
                         onnx=_ox.einsum),
                   einsum)
 

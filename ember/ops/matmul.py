@@ -20,6 +20,7 @@ from ..dispatch import wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, LOWER_PRECISION, MULTILINEAR, register, register_each
+from .dtype_support import ALL_BUT_BOOL
 from ..core.meta import MetaData
 from . import meta_rules as M
 from .registry import OPS
@@ -149,7 +150,7 @@ _DOT = OpDef("dot", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
 def _product(op, input, other):
     """np.matmul on the operands, with PyTorch's dtype rule (same dtype, no bool)."""
     if input.dtype.name == "bool":
-        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
+        raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     try:
         r = np.matmul(kernel_array(input), kernel_array(other))
     except ValueError:
@@ -284,7 +285,7 @@ def _vec_check(input, other):
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{torch_name(input.dtype)} and {torch_name(other.dtype)}")
     if input.dtype is D.bool_:
-        raise RuntimeError('"dot" not implemented for \'Bool\'')
+        raise NotImplementedError('"dot" not implemented for \'Bool\'')
     if input.shape[0] != other.shape[0]:
         _matmul_error(input._data, other._data)
 
@@ -364,7 +365,7 @@ def _add_product(name, input, a, b, beta, alpha, prod_shape, out):
     if input.dtype is not b.dtype or a.dtype is not b.dtype:
         _add_product_dtype_error(name, input, a, b)
     if a.dtype is D.bool_:
-        raise RuntimeError('"addmm_impl_cpu_" not implemented for \'Bool\'')
+        raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     input.expand(prod_shape)   # raises PyTorch's message when input does not broadcast
     x, y = kernel_array(a), kernel_array(b)
     try:
@@ -518,6 +519,7 @@ def _linear_jvp(tan, result, input, weight, bias=None):
 
 
 _LINEAR = OpDef("linear", EXTERN, inputs=("self", "weight", "bias"),
+                dtypes=ALL_BUT_BOOL, dtype_kernel="addmm_impl_cpu_",
                 grads={"self": _linear_input_grad, "weight": _linear_weight_grad,
                        "bias": _linear_bias_grad}, node_name="AddmmBackward0", jvp=_linear_jvp,
                 amp=LOWER_PRECISION, function=False, method=False,

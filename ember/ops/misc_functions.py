@@ -17,6 +17,7 @@ from ..return_types import _make
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, OPS, register
 from ..core.meta import MetaData
 from . import meta_rules as M
+from .dtype_support import FLOAT32_64
 
 histogram_t = _make("histogram", ("hist", "bin_edges"))
 histogramdd_t = _make("histogramdd", ("hist", "bin_edges"))
@@ -120,6 +121,8 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
     tensor([[ 1., -1.],
             [-1.,  1.]])
     """
+    if isinstance(input, Tensor) and input.dtype is D.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     if input.dim() > 2:
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
@@ -451,7 +454,8 @@ rsub = _reg(rsub, method=False)
 chain_matmul = _reg(chain_matmul, method=False)
 frobenius_norm = _reg(frobenius_norm, method=False)
 nuclear_norm = _reg(nuclear_norm, method=False)
-histogram = _reg(histogram, kind=EXTERN)
+histogram = _reg(histogram, kind=EXTERN,
+    dtypes=FLOAT32_64, dtype_kernel="histogramdd")
 histogramdd = _reg(histogramdd, method=False, kind=EXTERN)
 METHODS["addr_"] = lambda self, vec1, vec2, *, beta=1, alpha=1: self.copy_(
     addr(self, vec1, vec2, beta=beta, alpha=alpha))

@@ -26,6 +26,7 @@ from .registry import FP32
 from . import batch_rules as _br
 from .nn_ops import E, FLOATS, composite, under_mode, decomposing, softmax, log_softmax, \
     one_hot
+from .dtype_support import FLOATING, check_dtype
 
 _HALF = (D.float16, D.bfloat16)
 
@@ -114,6 +115,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """``-input[n, target[n]] * weight[target[n]]``; input is (N, C, d1, ...) or (C,) of
     log-probabilities. 'mean' divides by the summed weights of the non-ignored targets."""
+    check_dtype(NLL_LOSS, input)
     if state.autocast_enabled:    # NLL_LOSS.amp: float32
         return dispatch.autocast_hook(NLL_LOSS, nll_loss, (), dict(locals()))
     if state.modes:
@@ -124,7 +126,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 
 
 NLL_LOSS = composite("nll_loss", nll_loss, _nll_loss_decomp, function=False, method=False,
-                     amp=FP32)
+                     amp=FP32,
+    dtypes=FLOATING, dtype_kernel="nll_loss_out_frame")
 
 
 # ---- cross_entropy ----------------------------------------------------------------------
@@ -244,6 +247,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """``nll_loss(log_softmax(input, class dim), target)`` for class-index targets, or
     ``-sum(target * log_softmax(input))`` for class-probability targets; `label_smoothing`
     mixes the targets with the uniform distribution."""
+    check_dtype(CROSS_ENTROPY, input)
     if state.autocast_enabled:    # CROSS_ENTROPY.amp: float32
         return dispatch.autocast_hook(CROSS_ENTROPY, cross_entropy, (), dict(locals()))
     if state.modes:
@@ -262,6 +266,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
 
 
 CROSS_ENTROPY = composite("cross_entropy", cross_entropy, _cross_entropy_decomp, amp=FP32,
+                          dtypes=FLOATING, dtype_kernel="log_softmax_lastdim_kernel_impl",
                           fused=_cross_entropy_fast, inputs=("self", "target"),
                           attrs={"lse": None, "ignore_index": -100, "reduction": "mean",
                                  "count": 1},

@@ -31,6 +31,7 @@ from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS, register
 from . import batch_rules as _br
 from .pointwise_math import _erf_kernel
 from .joining import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
+from .dtype_support import FLOATING, check_dtype
 
 FLOATS = (D.float32, D.float64)
 
@@ -73,7 +74,9 @@ def composite(name, fn, decomp, **fields):
     stack itself, and applies its autocast policy (`amp=`) itself with
     dispatch.autocast_hook / autocast_args, so the registry does not wrap it again."""
     op = OpDef(name, COMPOSITE, decomp=decomp, **fields)
-    fn._dispatches = fn._autocasts = True
+    # the choice function checks its dtypes itself (dtype_support.check_dtype): softmax's
+    # dtype= argument decides whether an integer input is refused
+    fn._dispatches = fn._autocasts = fn._checks_dtypes = True
     register(op, fn)
     return op
 
@@ -189,6 +192,8 @@ def _log_softmax_decomp(input, dim, dtype=None):
 
 def softmax(input, dim, dtype=None):
     """``exp(x) / sum(exp(x))`` over `dim`, computed stably."""
+    if dtype is None:
+        check_dtype(SOFTMAX, input)
     if type(dim) is not int:
         dim = int_arg(dim, "softmax", "dim", 2)
     if state.modes:
@@ -198,6 +203,8 @@ def softmax(input, dim, dtype=None):
 
 def log_softmax(input, dim, dtype=None):
     """``x - logsumexp(x)`` over `dim`, computed stably."""
+    if dtype is None:
+        check_dtype(LOG_SOFTMAX, input)
     if type(dim) is not int:
         dim = int_arg(dim, "log_softmax", "dim", 2)
     if state.modes:
@@ -216,9 +223,11 @@ def _log_softmax_jvp(tan, result, input, dim, dtype=None):
 
 
 SOFTMAX = composite("softmax", softmax, _softmax_decomp, jvp=_softmax_jvp,
-                    onnx=_ox.softmax)
+                    onnx=_ox.softmax,
+    dtypes=FLOATING, dtype_kernel="softmax_lastdim_kernel_impl")
 LOG_SOFTMAX = composite("log_softmax", log_softmax, _log_softmax_decomp, jvp=_log_softmax_jvp,
-                        onnx=_ox.log_softmax)
+                        onnx=_ox.log_softmax,
+    dtypes=FLOATING, dtype_kernel="log_softmax_lastdim_kernel_impl")
 
 
 # ---- gelu -------------------------------------------------------------------------------
@@ -286,6 +295,7 @@ def _gelu_fast(input):
 
 def gelu(input, approximate="none"):
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
+    check_dtype(GELU, input)
     if state.modes:
         return under_mode(GELU, gelu, (input, approximate))
     if approximate == "none" and not state.autocast_enabled and isinstance(input, Tensor) \
@@ -300,7 +310,8 @@ def gelu(input, approximate="none"):
 GELU = composite("gelu", gelu, _gelu_decomp, fused=_gelu_fast, attrs={"cdf": None},
                  grads={"self": _gelu_grad}, node_name="GeluBackward0", function=False,
                  method=False,
-                 onnx=_ox.gelu)
+                 onnx=_ox.gelu,
+    dtypes=FLOATING, dtype_kernel="GeluKernelImpl")
 
 
 # ---- layer_norm, rms_norm ---------------------------------------------------------------
@@ -453,6 +464,7 @@ def _layer_norm_fast_ok(input, weight, bias, shape):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing `normalized_shape` dims; then ``* weight + bias``."""
+    check_dtype(LAYER_NORM, input)
     if state.modes:
         return under_mode(LAYER_NORM, layer_norm, (input, normalized_shape, weight, bias, eps))
     shape = _norm_shape(normalized_shape)
@@ -466,6 +478,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 
 LAYER_NORM = composite("layer_norm", layer_norm, _layer_norm_decomp, fused=_layer_norm_fast,
+                       dtypes=FLOATING, dtype_kernel="LayerNormKernelImpl",
                        inputs=("self", "weight", "bias"),
                        attrs={"dims": None, "eps": 1e-5, "xhat": None, "rstd": None,
                               "mean": None},

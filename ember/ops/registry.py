@@ -10,6 +10,7 @@ import inspect
 
 from ..dispatch import with_autocast, with_mode_seam
 from . import meta_rules as _meta_rules
+from . import dtype_support as _dtype_support
 
 # autocast policies (OpDef.amp): run in the autocast dtype, or in float32 with autocast off
 LOWER_PRECISION = "lower_precision"
@@ -77,7 +78,7 @@ class OpDef:
                  recompute=None, fresh_result=None, scalars_as_tensors=False, onnx=None,
                  overloads=(), node_name=None, method=True, function=True, inplace=False,
                  errstate=False, int_div_check=False, doc=None,
-                 holomorphic=True):
+                 holomorphic=True, dtypes=None, dtype_kernel=None):
         self.name = name
         self.kind = kind
         self.overloads = tuple(overloads)
@@ -108,6 +109,10 @@ class OpDef:
         self.int_div_check = int_div_check
         self.doc = doc
         self.holomorphic = holomorphic
+        # the dtypes the cpu kernel implements for its first tensor argument (None: what
+        # the code accepts), and the kernel's name in torch's error (ops/dtype_support.py)
+        self.dtypes = None if dtypes is None else frozenset(dtypes)
+        self.dtype_kernel = dtype_kernel
         self.node_name = node_name or _camel(name) + "Backward0"
         # grads: {input name or tuple of names: formula(grad, **needed)}; the formula's
         # parameter names say what it reads: input names, "result" (the output) or attribute
@@ -148,6 +153,8 @@ def register(op, fn, *, names=None, method_names=None, inplace_fn=None):
     fn.__name__ = fn.__qualname__ = op.name
     if fn.__doc__ is None and op.doc:
         fn.__doc__ = op.doc
+    if op.dtypes is not None and not getattr(fn, "_checks_dtypes", False):
+        fn = _dtype_support.dtype_checked(op, fn)
     if op.amp is not None and not getattr(fn, "_autocasts", False):
         fn = with_autocast(op, fn)
     fn = with_mode_seam(op, fn)

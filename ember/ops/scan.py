@@ -19,6 +19,7 @@ from .registry import OPS
 from .registry import OpDef, REDUCTION, LINEAR, register, register_each, METHODS
 from .reduce_common import (flip, kernel_dtype, selecting_op, select_values, index_tensor,
                             write_out, sum_dtype as _sum_dtype, picked_jvp)
+from .dtype_support import ALL_BUT_COMPLEX
 
 
 def _record(op, input, out, attrs):
@@ -164,7 +165,8 @@ def logcumsumexp(input, dim, *, out=None):
 cumsum = register(OpDef("cumsum", REDUCTION, jvp=LINEAR,
                         onnx=_ox.cumsum), cumsum)
 register_each(globals(), REDUCTION, (cumprod,))
-register_each(globals(), REDUCTION, (cummax, cummin), jvp=picked_jvp(0, None))
+register_each(globals(), REDUCTION, (cummax, cummin), jvp=picked_jvp(0, None),
+    dtypes=ALL_BUT_COMPLEX)
 
 
 def _logcumsumexp_jvp(tan, result, input, dim, *, out=None):

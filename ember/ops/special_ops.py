@@ -38,11 +38,12 @@ def _sp_unary(op_name, fname):
     return kernel
 
 
-def real(kernel_name):
-    """A dtype rule: torch's NotImplementedError (naming its CPU kernel) for complex inputs,
-    else float results (integers and bools compute in the default float dtype)."""
+def real(kernel_name, half=True):
+    """A dtype rule: torch's NotImplementedError (naming its CPU kernel) for complex inputs
+    and, unless `half=False`, for float16/bfloat16 (torch has no loop for them), else float
+    results (integers and bools compute in the default float dtype)."""
     def rule(dt, name):
-        if dt.is_complex:
+        if dt.is_complex or (half and dt in (D.float16, D.bfloat16)):
             raise not_implemented(kernel_name, dt)
         return rule_float(dt, name)
     return rule
@@ -105,9 +106,9 @@ def _check_polygamma(values, metas, dt, attrs):
 
 
 lgamma = _unary("lgamma", None, lambda g, self: g * digamma(self), kernel=_lgamma_kernel,
-                rule=real("lgamma_vml_cpu"))
+                rule=real("lgamma_vml_cpu", half=False))
 digamma = _unary("digamma", None, lambda g, self: g * _polygamma_op(self, n=1),
-                 kernel=_sp_unary("digamma", "psi"), rule=real("digamma"))
+                 kernel=_sp_unary("digamma", "psi"), rule=real("digamma", half=False))
 # polygamma(n, input): n comes first in torch's function but it is an attribute of the op;
 # the generated function takes (input, n=), the method x.polygamma(n) too
 _polygamma_op = _unary("polygamma", None,
@@ -155,7 +156,7 @@ def _mvlgamma_grad(g, self, p):
 
 
 mvlgamma = _unary("mvlgamma", None, _mvlgamma_grad, kernel=_mvlgamma_kernel,
-                  attrs={"p": None}, precheck=_check_mvlgamma, rule=real("arange_cpu"))
+                  attrs={"p": None}, precheck=_check_mvlgamma, rule=real("arange_cpu", half=False))
 
 
 # ---- xlogy, xlog1py, entr -----------------------------------------------------------------
@@ -170,11 +171,11 @@ def _xlog1py_kernel(xp, x, y):
     return np.where(np.isnan(y), np.nan, r).astype(np.result_type(x, y), copy=False)
 
 
-xlogy = defpw("xlogy", None, _xlogy_kernel, rule=real("xlogy_cpu"), errstate=True,
+xlogy = defpw("xlogy", None, _xlogy_kernel, rule=real("xlogy_cpu", half=False), errstate=True,
               grads={"self": lambda g, self, other:
                      where((self == 0) & (other <= 0), 0.0, xlogy(g, other)),
                      "other": lambda g, self, other: g * self / other})
-xlog1py = defpw("special_xlog1py", None, _xlog1py_kernel, rule=real("xlog1py_cpu"),
+xlog1py = defpw("special_xlog1py", None, _xlog1py_kernel, rule=real("xlog1py_cpu", half=False),
                 errstate=True,
                 function=False, method=False, inplace=False,
                 grads={"self": lambda g, self, other:
@@ -189,7 +190,7 @@ def _entr_kernel(xp, a):
 
 entr = _unary("special_entr", None, lambda g, self: g * -(1 + log(self)),
               kernel=_entr_kernel, function=False, method=False, inplace=False,
-              rule=real("entr_cpu"))
+              rule=real("entr_cpu", half=False))
 
 
 # ---- incomplete gamma and zeta: no derivative for the first argument (torch neither) ------
@@ -243,20 +244,20 @@ def _i1e_grad(g, self, result):
 
 
 i0 = _unary("i0", None, lambda g, self: g * i1(self), kernel=_sp_unary("i0", "i0"),
-            rule=real("i0_vml_cpu"))
+            rule=real("i0_vml_cpu", half=False))
 i0e = _unary("special_i0e", None, lambda g, self, result: g * (i1e(self) - self.sign() * result),
              kernel=_sp_unary("special.i0e", "i0e"), function=False, method=False,
-             inplace=False, rule=real("i0e_cpu"))
+             inplace=False, rule=real("i0e_cpu", half=False))
 i1 = _unary("special_i1", None, _i1_grad, kernel=_sp_unary("special.i1", "i1"),
-            function=False, method=False, inplace=False, rule=real("i1_cpu"))
+            function=False, method=False, inplace=False, rule=real("i1_cpu", half=False))
 i1e = _unary("special_i1e", None, _i1e_grad, kernel=_sp_unary("special.i1e", "i1e"),
-             function=False, method=False, inplace=False, rule=real("i1e_cpu"))
+             function=False, method=False, inplace=False, rule=real("i1e_cpu", half=False))
 
 
 # ---- the normal distribution, erfcx, sinc -------------------------------------------------
 ndtr = _unary("special_ndtr", None, lambda g, self: g * exp(-0.5 * self * self) / SQRT_2PI,
               kernel=_sp_unary("special.ndtr", "ndtr"), function=False, method=False,
-              inplace=False, rule=real("erf_vml_cpu"))
+              inplace=False, rule=real("erf_vml_cpu", half=False))
 ndtri = _unary("special_ndtri", None,
                lambda g, result: g * SQRT_2PI * exp(0.5 * result * result),
                kernel=_sp_unary("special.ndtri", "ndtri"), function=False, method=False,

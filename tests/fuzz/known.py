@@ -102,8 +102,6 @@ KNOWN = {
         'torch ValueError: Overflow when unpacking long long',
     ('blackman_window', 'int_huge', 'accepted_bad'):
         'torch ValueError: Overflow when unpacking long long',
-    ('cov', 'bool', 'accepted_bad'):
-        'torch RuntimeError: cov(): bool dtype is not supported for input',
     ('fft_ihfft', 'extra_dim', 'accepted_bad'):
         "torch RuntimeError: Can't call numpy() on Tensor that has conjugate bit set. Use tensor.resolve_conj().numpy() instead.",
     ('fft_ihfft', 'last_dim_plus_one', 'accepted_bad'):

@@ -23,6 +23,7 @@ import threading
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
+from ..core.meta import MetaArray
 from ..autograd.grad_mode import state, no_grad
 from . import config
 from .api import CompiledFunction, _ALL
@@ -85,8 +86,8 @@ class EagerKernel:
         t0 = args[0]
         if not enabled or self.broken is not None or (state.modes and decomposing()) or \
                 not isinstance(t0, Tensor) or t0._data.size < self.min_elements or \
-                t0.dtype not in _FLOATS:
-            return False
+                t0.dtype not in _FLOATS or type(t0._data) is MetaArray:
+            return False      # (a meta tensor: the op's meta rule, nothing to compile)
         for t in args[1:]:     # other floats must match (masks may be boolean)
             if isinstance(t, Tensor) and t.dtype is not t0.dtype and t.dtype is not D.bool_:
                 return False

@@ -11,9 +11,12 @@ real. Export asks three more things of it (`ExportTracer`):
   user's line (`UserError`), never a silent graph break;
 - a tensor made outside the ops it sees (``ember.tensor([...])`` in forward) is a constant.
 
-The trace runs on the caller's module with real tensors, so it saves and restores what the
-run could change: every parameter's and buffer's values (BatchNorm in training updates its
-running statistics), the global RNG state, and it runs on clones of the inputs.
+The trace runs on meta stand-ins of the module's state and of the inputs (_fake.py: no
+compute, no tensor memory), and the graph's lifted nodes are the caller's own tensors. Where
+an op cannot run on meta, it runs again on real tensors, saving and restoring what the run
+could change: every parameter's and buffer's values (BatchNorm in training updates its
+running statistics), and running on clones of the inputs. Either way the global RNG state
+is restored.
 
 `functionalize` then rewrites in-place ops into their out-of-place form (``rm.mul_(0.9)`` ->
 ``mul(rm, 0.9)``) so that a buffer's new value is a node the program returns (torch's
@@ -21,6 +24,7 @@ BUFFER_MUTATION), and `resolve` names each call's op by a registered public name
 also what the file format stores.
 """
 import importlib
+import logging
 
 from ..core.tensor import Tensor
 from ..autograd.grad_mode import state, no_grad
@@ -30,6 +34,9 @@ from ..compiler.tracer import Tracer, user_source
 from ..compiler.graph import Node
 from ..compiler.runtime import flatten, slots
 from ..compiler.passes import dce
+from . import _fake
+
+_log = logging.getLogger("ember.export")
 
 
 class UserError(RuntimeError):
@@ -53,6 +60,8 @@ class ExportTracer(Tracer):
         # run_decompositions traces with composites decomposed: not observing
         self.observing = not decompose
         self.made_from_nothing = {}   # name -> value of calls that read no traced tensor
+        self.fake = False             # tracing on meta stand-ins (_fake.py)
+        self.stand_in = {}            # id(real tensor) -> its meta stand-in
 
     def __enter__(self):
         # unlike compile's tracer, no census of the tensors that exist: export lifts any
@@ -80,9 +89,28 @@ class ExportTracer(Tracer):
         if isinstance(op, str) and (op.startswith("optimizer.") or
                                     op.startswith("ember.compiler.disabled")):
             raise UserError(f"ember.export: {op} cannot be exported ({user_source()})")
+        if self.fake and _fake.has_real(args) or self.fake and _fake.has_real(kwargs):
+            # a real tensor the forward made (arange, ones): the op gets its meta stand-in,
+            # which reads as the same graph node
+            args = _fake.stand_ins(args, self._stand_in)
+            kwargs = _fake.stand_ins(kwargs, self._stand_in)
+        if self.fake:
+            fn = _fake.meta_rule_on_refusal(op, fn)
         return super().call(op, fn, args, kwargs)
 
+    def _stand_in(self, t):
+        s = self.stand_in.get(id(t))
+        if s is None:
+            node = self.node_of(t)
+            s = self.stand_in[id(t)] = _fake.meta_like(t)
+            meta = node.meta
+            self._bind(s, node)
+            node.meta = meta
+            self.keep.append(t)
+        return s
+
     def _record(self, name, fn, margs, mkwargs, result, source, inplace, op=None):
+        fn = getattr(fn, "_export_wraps", fn)      # the op itself, not the meta fallback
         node = super()._record(name, fn, margs, mkwargs, result, source, inplace, op)
         if not node.inputs() and isinstance(result, Tensor):
             self.made_from_nothing[node.name] = result     # may become a constant
@@ -151,17 +179,48 @@ class Trace:
 
 
 def trace(mod, args, kwargs, decompose=False):
-    """Run ``mod(*args, **kwargs)`` under an ExportTracer; the module's state, the RNG state
-    and the caller's inputs are as before afterwards, whatever happened."""
+    """Run ``mod(*args, **kwargs)`` under an ExportTracer, on meta stand-ins of the module's
+    state and of the inputs (_fake.py) unless an op cannot run on meta, then on real
+    tensors; the module's state, the RNG state and the caller's inputs are as before
+    afterwards, whatever happened. The Trace's `info` says which and why."""
+    state_tensors = _fake.state_tensors(mod)
+    on_meta = [t for t in state_tensors if _fake.is_meta(t)]
+    try:
+        t = _trace(mod, args, kwargs, decompose, state_tensors, fake=True)
+        t.info = {"device": "meta", "reason": None}
+        return t
+    except UserError:
+        raise
+    except Exception as e:        # an op without a meta rule, or a meta rule that failed
+        if on_meta:
+            raise
+        why = _fake.failure(e)
+    _log.info("ember.export: tracing on real tensors, since the trace on meta tensors "
+              "failed: %s", why)
+    t = _trace(mod, args, kwargs, decompose, state_tensors, fake=False)
+    t.info = {"device": "cpu", "reason": why}
+    return t
+
+
+def _trace(mod, args, kwargs, decompose, state_tensors, fake):
     names = lifted_names(mod)
     tensors = _state_tensors(mod)
-    saved = [t._data.copy() for t in tensors]
-    versions = [t._version for t in tensors]
     rng = get_rng_state()
     memo = {}
-    args, kwargs = _clone_inputs(args, memo), _clone_inputs(kwargs, memo)
+    if fake:
+        swap = _fake.swap_state(state_tensors)
+        saved = versions = ()
+        args, kwargs = _fake.meta_inputs(args, memo), _fake.meta_inputs(kwargs, memo)
+    else:
+        swap = None
+        saved = [t._data.copy() for t in tensors]
+        versions = [t._version for t in tensors]
+        args, kwargs = _clone_inputs(args, memo), _clone_inputs(kwargs, memo)
     tracer = ExportTracer(names, decompose)
+    tracer.fake = fake
     try:
+        if swap is not None:
+            swap.__enter__()
         with no_grad():
             tracer.__enter__()
             try:
@@ -178,11 +237,17 @@ def trace(mod, args, kwargs, decompose=False):
             finally:
                 tracer.__exit__(None, None, None)
     finally:
+        if swap is not None:
+            swap.__exit__(None, None, None)
         for t, a, v in zip(tensors, saved, versions):
             t._data[...] = a
             if t._storage is not None:      # as if nothing wrote: autograd's checks agree
                 t._storage.version = v
         set_rng_state(rng)
+    if fake:
+        for n in tracer.graph.nodes:
+            if n.kind == "call":
+                n.args, n.kwargs = _fake.real_device(n.args), _fake.real_device(n.kwargs)
     return Trace(tracer, struct, out_nodes, paths, shapes)
 
 

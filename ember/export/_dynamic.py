@@ -223,7 +223,8 @@ def _share_constants(ga, gb):
     la, lb = ga.lifted(), gb.lifted()
     for na, nb in zip(la, lb):
         ta, tb = na.target, nb.target
-        if ta is tb or ta.shape != tb.shape or ta.dtype is not tb.dtype:
+        if ta is tb or ta.shape != tb.shape or ta.dtype is not tb.dtype or ta.is_meta or \
+                tb.is_meta:
             continue
         if bool((ta._data == tb._data).all()):
             nb.target = ta

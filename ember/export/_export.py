@@ -64,7 +64,13 @@ def _export(mod, args, kwargs, dyn, decompose=False):
     sym_specs = []
     if dyn:
         general, sym_specs = dynamic_capture(mod, args, kwargs, dyn, first, decompose)
-    return _assemble(mod, args, kwargs, first, general, sym_specs)
+    ep = _assemble(mod, args, kwargs, first, general, sym_specs)
+    # how the program was traced: {"device": "meta" | "cpu", "reason": why not on meta}
+    ep.trace_info = dict(first.info)
+    second = getattr(general, "second", None)
+    if second is not None and second.info["reason"] and not first.info["reason"]:
+        ep.trace_info = dict(second.info)
+    return ep
 
 
 # ---- assembling the program -------------------------------------------------------------

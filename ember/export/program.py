@@ -71,6 +71,9 @@ class ExportedProgram:
         self._aliases = dict(aliases or {})   # tied parameter FQN -> the FQN it repeats
         self.example_inputs = example_inputs
         self._sym_specs = list(sym_specs)     # per symbol: (Dim name, min, max)
+        # how export traced it ({"device": "meta" or "cpu", "reason": why not on meta});
+        # None for a loaded program
+        self.trace_info = None
         self._set_replays()
         self._rebuild = rebuilder(out_spec)
         self.n_mutations = sum(1 for s in graph_signature.output_specs

@@ -11,6 +11,8 @@ import math
 import numpy as np
 
 from ..core.dtype import bool_ as _bool, int64
+from ..core.meta import MetaArray as _MetaArray
+from ..core.tensor import empty_meta as _empty_meta
 from ..ops.creation import ones as _ones, tensor, zeros
 from ..dispatch import not_implemented as _not_implemented, wrap, with_mode_seam
 from ..ops.pointwise import where as _where
@@ -159,6 +161,9 @@ def _max_pool_select(x, ks, st, dil, pads, out):
     """(tap, max): per output position, which window tap holds the max (int64), and the
     max itself — both as tensors, so a compiler trace passes them on to the backward."""
     nd = len(ks)
+    if type(x._data) is _MetaArray:      # a meta input (ember.export's trace): metadata only
+        shape = tuple(x.shape[:2]) + tuple(out)
+        return _empty_meta(shape, int64), _empty_meta(shape, x.dtype)
     a = _arr(x)
     tiled = _tiled_max(a, ks, st, dil, pads, out)
     if tiled is not None:
@@ -227,6 +232,8 @@ def _tiled_max(a, ks, st, dil, pads, out):
 def _max_pool_indices(tap, ks, st, pad, dil, size, out):
     """The flat index into the input plane of each chosen element (return_indices=True)."""
     nd = len(ks)
+    if type(tap._data) is _MetaArray:
+        return _empty_meta(tuple(tap.shape), int64)
     kidx = np.unravel_index(tap._data, ks)
     flat = 0
     for i in range(nd):

@@ -223,7 +223,9 @@ def _erf_f32(a):
 
 
 def _erf_kernel(xp, a):
-    if a.dtype == np.float32 and a.size >= 4096:
+    # (type: a meta array takes the ufunc path, which refuses it; ascontiguousarray would
+    # read its absent data)
+    if a.dtype == np.float32 and a.size >= 4096 and type(a) is np.ndarray:
         return _erf_f32(a)
     return np.asarray(_erf_f64(a.astype(np.float64))).astype(a.dtype, copy=False)
 

@@ -26,12 +26,12 @@ MODELS = {
 }
 
 
-def torch_export(t_mod, x, dynamic):
+def torch_export(t_mod, x, dynamic, opset=17):
     f = io.BytesIO()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(t_mod, (torch.tensor(x),), f, dynamo=False, input_names=["x"],
-                          output_names=["y"], opset_version=17,
+                          output_names=["y"], opset_version=opset,
                           dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}} if dynamic
                           else None)
     return f.getvalue()
@@ -60,6 +60,26 @@ def test_load_runs_like_torch(name, source):
         with torch.no_grad():
             want = t_mod(torch.tensor(arr))
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("opset", [18, 19, 20, 21])
+def test_load_every_opset_of_the_range(opset):
+    """Files at opsets 18-21 (17 above), made by torch's exporter and by ember's, load and
+    run like torch eager at the export batch size and another one."""
+    make, shape = MODELS["cnn"]
+    e_mod, t_mod = both(make)
+    x = randn(*shape)
+    for data in (torch_export(t_mod, x, dynamic=True, opset=opset),
+                 export_bytes(e_mod, (ember.tensor(x),), input_names=["x"],
+                              dynamic_axes={"x": {0: "batch"}}, opset_version=opset)):
+        import onnx
+        assert onnx.load_model_from_string(data).opset_import[0].version == opset
+        loaded = ember.onnx.load(data)
+        for arr in (x, randn(*((3,) + shape[1:]), seed=4)):
+            with torch.no_grad():
+                want = t_mod(torch.tensor(arr))
+            np.testing.assert_allclose(loaded(ember.tensor(arr)).numpy(), want.numpy(),
+                                       rtol=1e-4, atol=1e-5)
 
 
 def test_load_from_path_and_bad_arity(tmp_path):

@@ -43,7 +43,7 @@ NO_RULE = {
     # rules to write
     **{n: NOT_YET for n in (
         "linalg_lstsq", "linalg_matrix_rank", "einsum", "quantile", "nanquantile",
-        "max_pool3d", "adaptive_max_pool3d")},
+        "adaptive_max_pool3d")},
 }
 
 # ops whose meta result differs from the cpu one today (strict xfails: a fix fails them,

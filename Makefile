@@ -11,6 +11,8 @@ $(STAMP): pyproject.toml
 	$(VPY) -m pip install -q -e '.[test]'
 	touch $(STAMP)
 
+# make demo: python -m ember.examples.gpt (120 s of float32 training, then a KV-cache sample);
+# make demo ARGS="--vs-torch" adds torch eager's tokens/s on the same model (torch needed).
 # make demo NPROC=2 (or ARGS="--nproc 2 ..."): the same training, data-parallel over 2
 # processes (DistributedDataParallel over MPI)
 demo: $(STAMP)

@@ -219,7 +219,8 @@ def test_gpt_trains_like_torch():
 
 
 def test_gpt_train_step_with_scheduler_like_torch():
-    """gpt.py's own train_step (autocast off, disabled GradScaler, LambdaLR) in both."""
+    """gpt.py's own train_step (autocast off, disabled GradScaler, LambdaLR over its
+    Schedule) in both."""
     e_mod, t_mod, e_model, t_model = both("GPT", "gpt", vocab_size=32, block_size=8,
                                           n_layer=1, n_head=2, n_embd=8)
     rng = np.random.default_rng(6)
@@ -227,10 +228,14 @@ def test_gpt_train_step_with_scheduler_like_torch():
     runs = []
     for lib, mod, model in ((torch, t_mod, t_model), (ember, e_mod, e_model)):
         opt = lib.optim.AdamW(model.parameters(), lr=1e-2)
-        sched = lib.optim.lr_scheduler.LambdaLR(opt, lambda s: mod.lr_at(s, 2, 4))
+        schedule = mod.Schedule(warmup=2)
+        sched = lib.optim.lr_scheduler.LambdaLR(opt, schedule)
         scaler = lib.amp.GradScaler(enabled=False)
-        losses = [mod.train_step(model, opt, sched, scaler, lib.tensor(x), lib.tensor(y), False)
-                  for x, y in batches]
+        losses = []
+        for i, (x, y) in enumerate(batches):
+            schedule.progress = (i + 1) / len(batches)    # as the demo's loop sets it
+            losses.append(mod.train_step(model, opt, sched, scaler, lib.tensor(x),
+                                         lib.tensor(y), False))
         runs.append((losses, sched.get_last_lr()))
     (t_losses, t_lr), (e_losses, e_lr) = runs
     assert_losses_close(e_losses, t_losses, 1e-5)

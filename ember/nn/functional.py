@@ -131,7 +131,7 @@ def prelu(input, weight):
         w = weight.reshape(-1, *([1] * (input.dim() - 2)))
     return where(input > 0, input, w * input)
 prelu = _composition("prelu", prelu, amp=_LOWP,
-    dtypes=FLOATING, dtype_kernel="prelu_cpu")
+    dtypes=FLOATING, dtype_kernel="prelu_cpu", dtypes_of="matching")
 
 
 def elu(input, alpha=1.0, inplace=False):

@@ -67,7 +67,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         loss = loss * weight
     return _down(_reduce(loss, reduction), dt)
 binary_cross_entropy = _composition("binary_cross_entropy", binary_cross_entropy, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="binary_cross_entropy")
+    dtypes=FLOATING, dtype_kernel="binary_cross_entropy", dtypes_of="matching")
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
@@ -113,7 +113,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
                                reduction)
     return _pointwise_loss(lambda d: d * d, input, target, size_average, reduce, reduction)
 mse_loss = _composition("mse_loss", mse_loss, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="mse_cpu")
+    dtypes=FLOATING, dtype_kernel="mse_cpu", dtypes_of="promoted")
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -137,7 +137,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         return where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
     return _pointwise_loss(fn, input, target, size_average, reduce, reduction)
 smooth_l1_loss = _composition("smooth_l1_loss", smooth_l1_loss, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="smooth_l1_cpu")
+    dtypes=FLOATING, dtype_kernel="smooth_l1_cpu", dtypes_of="promoted")
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):

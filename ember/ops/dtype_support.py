@@ -45,16 +45,41 @@ def _first_tensor(args, kwargs):
     return None
 
 
+def _tensors(args, kwargs):
+    return [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
+
+
+def _kernel_dtype(how, args, kwargs):
+    """The dtype torch's kernel would be chosen by, or None (no check): "first", the first
+    tensor argument's; "promoted", the promoted dtype of all tensor arguments (losses that
+    promote input and target first); "matching", the common dtype when every tensor
+    argument has it (otherwise the op's own dtype-mismatch error comes first, as in torch)."""
+    if how == "first":
+        t = _first_tensor(args, kwargs)
+        return None if t is None else t.dtype
+    ts = _tensors(args, kwargs)
+    if not ts:
+        return None
+    if how == "matching":
+        dt = ts[0].dtype
+        return dt if all(t.dtype is dt for t in ts) else None
+    dt = ts[0].dtype
+    for t in ts[1:]:
+        dt = D.promote_types(dt, t.dtype)
+    return dt
+
+
 def dtype_checked(op, fn):
-    """`fn` refusing, as torch does, a first tensor argument whose dtype `op.dtypes` lacks."""
-    allowed = op.dtypes
+    """`fn` refusing, as torch does, a call whose kernel dtype (`op.dtypes_of`: see
+    _kernel_dtype) `op.dtypes` lacks."""
+    allowed, how = op.dtypes, op.dtypes_of
     kernel = op.dtype_kernel or op.name + "_cpu"
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
-        t = _first_tensor(args, kwargs)
-        if t is not None and t.dtype not in allowed:
-            raise not_implemented(kernel, t.dtype)
+        dt = _kernel_dtype(how, args, kwargs)
+        if dt is not None and dt not in allowed:
+            raise not_implemented(kernel, dt)
         return fn(*args, **kwargs)
     return checked
 

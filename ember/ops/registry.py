@@ -78,7 +78,7 @@ class OpDef:
                  recompute=None, fresh_result=None, scalars_as_tensors=False, onnx=None,
                  overloads=(), node_name=None, method=True, function=True, inplace=False,
                  errstate=False, int_div_check=False, doc=None,
-                 holomorphic=True, dtypes=None, dtype_kernel=None):
+                 holomorphic=True, dtypes=None, dtype_kernel=None, dtypes_of="first"):
         self.name = name
         self.kind = kind
         self.overloads = tuple(overloads)
@@ -113,6 +113,7 @@ class OpDef:
         # the code accepts), and the kernel's name in torch's error (ops/dtype_support.py)
         self.dtypes = None if dtypes is None else frozenset(dtypes)
         self.dtype_kernel = dtype_kernel
+        self.dtypes_of = dtypes_of      # which argument's dtype picks the kernel
         self.node_name = node_name or _camel(name) + "Backward0"
         # grads: {input name or tuple of names: formula(grad, **needed)}; the formula's
         # parameter names say what it reads: input names, "result" (the output) or attribute

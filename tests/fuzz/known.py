@@ -70,8 +70,6 @@ KNOWN = {
         'torch RuntimeError: cannot sample n_sample > prob_dist.size(-1) samples without replacement | ember ValueError: cannot reshape array of s...',
     ('new_full', 'int_huge', 'error_class'):
         'torch RuntimeError: value cannot be converted to type int64_t without overflow | ember ValueError: Overflow when unpacking long long',
-    ('nll_loss', 'bool', 'error_class'):
-        'torch NotImplementedError: "nll_loss_out_frame" not implemented for \'Bool\' | ember RuntimeError: Negation, the `-` operator, on a bool te...',
     ('pinverse', 'tensor_list', 'error_class'):
         "torch TypeError: pinverse(): argument 'input' (position 1) must be Tensor, not list | ember AttributeError: 'list' object has no attribut...",
     ('poisson_nll_loss', 'tensor_list', 'error_class'):
@@ -82,8 +80,6 @@ KNOWN = {
         'torch RuntimeError: The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1 | ember NotImplementedError...',
     ('rms_norm', 'tensor_str', 'error_class'):
         "torch TypeError: rms_norm(): argument 'weight' (position 3) must be Tensor, not str | ember RuntimeError: Given normalized_shape=[2], exp...",
-    ('softmax', 'bool', 'error_class'):
-        'torch NotImplementedError: "softmax_lastdim_kernel_impl" not implemented for \'Bool\' | ember RuntimeError: Subtraction, the `-` operator, ...',
     ('std_mean', 'dim_float', 'error_class'):
         'torch TypeError: std_mean() received an invalid combination of arguments - got (Tensor, float), but expected one of: * (Tensor input, tu ...',
     ('unfold', 'int_negative', 'error_class'):
@@ -146,8 +142,6 @@ KNOWN = {
         'ember ValueError: cannot reshape array of size 0 into shape (0,3)',
     ('bitwise_xor', 'last_dim_plus_one', 'error_class'):
         'torch RuntimeError: The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1 | ember NotImplementedError...',
-    ('cholesky_inverse', 'bool', 'error_class'):
-        'torch NotImplementedError: "cholesky_inverse_out_cpu" not implemented for \'Bool\' | ember RuntimeError: "addmm_impl_cpu_" not implemented ...',
     ('cholesky_inverse', 'tensor_list', 'error_class'):
         "torch TypeError: cholesky_inverse(): argument 'input' (position 1) must be Tensor, not list | ember AttributeError: 'list' object has no ...",
     ('copysign', 'last_dim_plus_one', 'error_class'):

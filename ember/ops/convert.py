@@ -142,12 +142,15 @@ def contiguous(self, memory_format=contiguous_format):
     """`self` if already contiguous (in `memory_format`), else a copy laid out that way."""
     if memory_format is preserve_format:
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if memory_format is contiguous_format and type(self._data) is not MetaArray:
+        # the common case. NumPy's C-contiguous flag is torch's rule (size-1 dims and empty
+        # arrays ignored), so it alone decides: self, or one C-order copy
+        if self._data.flags.c_contiguous:
+            return self
+        return _record(_CLONE, (self,), wrap(np.ascontiguousarray(self._data), self.dtype), {})
     if (self._data.flags.c_contiguous and memory_format is contiguous_format) or \
             self.is_contiguous(memory_format):
         return self
-    if memory_format is contiguous_format and type(self._data) is not MetaArray:
-        # the common case: one C-order copy
-        return _record(_CLONE, (self,), wrap(np.ascontiguousarray(self._data), self.dtype), {})
     return _record(_CLONE, (self,), _copy_in_layout(self, memory_format), {})
 
 

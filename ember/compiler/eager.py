@@ -29,6 +29,9 @@ from . import config
 from .api import CompiledFunction, _ALL
 from .tracer import GraphBreakError
 from ..ops.nn_ops import decomposing, set_fused_provider
+from ..ops.native import set_native_provider
+from . import threads
+from .build import _load_library
 
 # below this many elements a kernel call (~10-20 us of guards and ctypes) buys little
 MIN_ELEMENTS = 4096
@@ -139,3 +142,12 @@ class EagerKernel:
 
 # the compiler provides the composite ops' fused eager kernels (ember/ops/nn_ops.py)
 set_fused_provider(EagerKernel)
+
+
+def _build_native(source, name):
+    """A hand-written C library (ember/ops/native.py), built and cached like a kernel."""
+    return _load_library(source, f"native library {name}")[0]
+
+
+# ... and builds the hand-written C libraries (im2col, pooling: ember/nn/conv_kernels.py)
+set_native_provider(_build_native, lambda: threads._num_threads)

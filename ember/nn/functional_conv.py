@@ -9,6 +9,8 @@ import math
 
 import numpy as np
 
+from ..autograd.grad_mode import state as _state
+from ..core.dtype import float32 as _float32, float64 as _float64
 from ..dispatch import wrap, with_mode_seam
 from ..ops.matmul import record_fn
 from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
@@ -80,6 +82,9 @@ def _check_conv(nd, name, input, weight, bias, groups, transposed=False):
                            f"{list(bias.shape)} instead")
 
 
+_FUSED_BIAS = (_float32, _float64)   # (a lower precision adds the bias in its own rounding)
+
+
 def _add_bias(out, bias, nd):
     return out if bias is None else out + bias.reshape((-1,) + (1,) * nd)
 
@@ -115,7 +120,10 @@ def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
                            f"({' x '.join(str(s + lo + hi) for s, (lo, hi) in zip(size, pads))})"
                            f". Kernel size: ({' x '.join(str(k) for k in ks)}). Kernel size "
                            "can't be greater than actual input size")
-    r = _add_bias(_conv(x, weight, stride, pads, dilation, groups), bias, nd)
+    if bias is not None and not _state.modes and x.dtype in _FUSED_BIAS:
+        r = _conv(x, weight, stride, pads, dilation, groups, bias)   # added in the layout pass
+    else:
+        r = _add_bias(_conv(x, weight, stride, pads, dilation, groups), bias, nd)
     return r if batched else r.squeeze(0)
 
 

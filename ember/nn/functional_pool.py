@@ -20,6 +20,7 @@ from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.matmul import record_fn
 from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
+from . import conv_kernels as _native
 from .functional_im2col import (_tup, _arr, _pad_array, _windows, _tap_slices, _crop,
                                _conv)
 from ..ops.dtype_support import FLOAT32_64, FLOATING, INTEGRAL, INT64
@@ -61,6 +62,13 @@ def _tap_scatter(g, tap, ks, stride, dil, pads, size):
     tap_t, tap = tap, tap._data
     nd = len(ks)
     out = a.shape[2:]
+    arr = _native.max_pool_backward(a, tap, size, ks, stride, pads, dil)
+    if arr is not None:         # one C pass: no scatter, each plane written by one thread
+        res = wrap(arr, g.dtype)
+
+        def backward(grads, needs):
+            return (_tap_gather(grads[0], tap_t, ks, stride, dil, pads, out),)
+        return record_fn("MaxPoolBackwardBackward0", (g,), (res,), backward)[0]
     if _tiles(size, ks, stride, dil, pads, out) and np.isfinite(a).all():
         # g is finite: each tap's strided slice of the input gradient is written once with
         # g times "this window chose tap k" (3.7x faster than a scatter)
@@ -165,6 +173,9 @@ def _max_pool_select(x, ks, st, dil, pads, out):
         shape = tuple(x.shape[:2]) + tuple(out)
         return _empty_meta(shape, int64), _empty_meta(shape, x.dtype)
     a = _arr(x)
+    native = _native.max_pool(a, ks, st, pads, dil, out)
+    if native is not None:      # one C pass over each window
+        return wrap(native[0], int64), wrap(native[1], x.dtype)
     tiled = _tiled_max(a, ks, st, dil, pads, out)
     if tiled is not None:
         return wrap(tiled[0], int64), wrap(tiled[1], x.dtype)
@@ -176,12 +187,13 @@ def _max_pool_select(x, ks, st, dil, pads, out):
                                               + tuple(range(2 + nd))))
     taps = taps.reshape((math.prod(ks),) + win.shape[:2 + nd])
     best = taps.max(0)
+    tap = np.full(best.shape, taps.shape[0] - 1, np.int64)
+    for j in range(taps.shape[0] - 2, -1, -1):
+        tap = np.where(taps[j] == best, j, tap)
     if a.dtype.kind == "f" and np.isnan(best).any():
-        tap = taps.argmax(0)            # NaN wins and argmax picks the first NaN, as PyTorch
-    else:
-        tap = np.full(best.shape, taps.shape[0] - 1, np.int64)
-        for j in range(taps.shape[0] - 2, -1, -1):
-            tap = np.where(taps[j] == best, j, tap)
+        # NaN wins, and PyTorch picks the last NaN of a window
+        last_nan = taps.shape[0] - 1 - np.isnan(taps[::-1]).argmax(0)
+        tap = np.where(np.isnan(best), last_nan, tap)
     return wrap(tap, int64), wrap(best, x.dtype)
 
 
@@ -208,7 +220,7 @@ def _tap_views(a, out, ks):
 def _tiled_max(a, ks, st, dil, pads, out):
     """(tap, max) when the windows tile `a` exactly (the usual 2x2/2 pool), read through
     strided views of `a` with no copy (1.8x faster than the general path); None otherwise,
-    or when a NaN wins somewhere (the general path picks the first NaN, as PyTorch)."""
+    or when a NaN wins somewhere (the general path picks the last NaN, as PyTorch)."""
     if not _tiles(a.shape[2:], ks, st, dil, pads, out) or math.prod(ks) > 127 or \
             not a.flags.c_contiguous:
         return None

@@ -49,10 +49,10 @@ def pow_c(ctx):
 
 
 def threshold_ir(b, args, kwargs, dt):
-    """threshold_backward(g, result): g where result > 0, else 0."""
+    """threshold_backward(g, result): 0 where result <= 0, else g (a NaN passes g, as torch)."""
     rdt = b.dtype_of(args[1])
-    positive = ("call", "gt", "bool", b.val(args[1], rdt), ("const", 0, rdt))
-    return ("call", "where", dt, positive, b.val(args[0], dt), ("const", 0, dt))
+    off = ("call", "le", "bool", b.val(args[1], rdt), ("const", 0, rdt))
+    return ("call", "where", dt, off, ("const", 0, dt), b.val(args[0], dt))
 
 
 def where_ir(b, args, kwargs, dt):

@@ -15,6 +15,7 @@ from .lowering import Lower, NO_INT, COSTLY
 from . import lowering_pointwise as _lw
 from . import complex_ops as _cx
 from .pointwise import defpw, only, _zeros, _unary, _np_torch_name, where, no_complex
+from .native_pointwise import threshold_backward as _native_threshold_backward
 
 
 # ---- unary math: float results for integer inputs ----
@@ -370,10 +371,15 @@ def _relu_kernel(xp, a):
 
 
 def _mask_positive(g, r):
-    out = g * (r > 0)            # ~7x faster than np.where here
+    out = _native_threshold_backward(g, r)     # one C pass (ember/ops/native_pointwise.py)
+    if out is not None:
+        return out
+    # g where r is not <= 0: a NaN output passes its gradient, as torch's threshold_backward
+    keep = np.logical_not(r <= 0)
+    out = g * keep               # ~7x faster than np.where here
     # a non-finite sum flags inf/NaN (or an overflow: then the exact path is merely slower)
     if out.dtype.kind == "f" and not math.isfinite(np.add.reduce(out, axis=None)):
-        out = np.where(r > 0, g, 0)   # inf * 0 made NaN where the mask is off: be exact
+        out = np.where(keep, g, 0)    # inf * 0 made NaN where the mask is off: be exact
     return out
 
 

@@ -5,7 +5,8 @@
 2. inference_mode beside no_grad on a small forward, alternating, medians.
 3. `a + b` and `a @ b` on (8, 8) float32, ember beside torch (1 thread each), alternating.
 4. Small-op-heavy code compiled: a 40-op chain on (8, 8) tensors, forward under no_grad and
-   forward+backward, ember.compile (both backends) beside ember eager, alternating, medians.
+   forward+backward, ember.compile (both backends, and the C backend with
+   mode="reduce-overhead") beside ember eager, alternating, medians.
 """
 import statistics
 import timeit
@@ -73,7 +74,8 @@ def compiled_small_ops():
     x = ember.randn(8, 8)
     w = ember.randn(8, 8, requires_grad=True)
     fns = {"eager": chain, "numpy": ember.compile(chain, backend="numpy"),
-           "c": ember.compile(chain, backend="c")}
+           "c": ember.compile(chain, backend="c"),
+           "c reduce-overhead": ember.compile(chain, backend="c", mode="reduce-overhead")}
 
     def fwd(f):
         with ember.no_grad():
@@ -92,7 +94,8 @@ def compiled_small_ops():
         print(f"40-op chain on (8, 8), {name}: " + ", ".join(
             f"{k} {v * 1e6:.0f} us" for k, v in med.items())
             + f"; eager/compiled: numpy {med['eager'] / med['numpy']:.2f}x, "
-            f"c {med['eager'] / med['c']:.2f}x")
+            f"c {med['eager'] / med['c']:.2f}x, "
+            f"c reduce-overhead {med['eager'] / med['c reduce-overhead']:.2f}x")
 
 
 if __name__ == "__main__":

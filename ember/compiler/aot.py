@@ -242,11 +242,21 @@ def drop_unused_saved(fwd_graph, bwd_graph, n_saved):
     out.args = ((outs, tuple(x for i, x in enumerate(saved) if i not in unused)),)
 
 
+_FREED = ("Trying to backward through the graph a second time (or directly access saved "
+          "tensors after they have already been freed). Saved intermediate values of the graph "
+          "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True "
+          "if you need to backward through the graph a second time or if you need to access "
+          "saved tensors after calling backward.")
+
+
 def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff,
-                         out_meta, name="CompiledFunction"):
+                         out_meta, name="CompiledFunction", private_saved=False):
     """A function ``run(flat_inputs, syms) -> flat_outputs`` whose outputs are linked to one
     autograd node running `bwd_run`. `diff_positions`: indices of the flat inputs whose
-    gradients the backward returns (in order), then `lifted_diff` tensors (parameters)."""
+    gradients the backward returns (in order), then `lifted_diff` tensors (parameters).
+    `private_saved` (mode="reduce-overhead": the forward's saved values are fresh copies
+    nobody else holds): those skip autograd's saved-tensor wrappers and version checks; the
+    ones that are also outputs or inputs keep them."""
     n_diff_inputs = len(diff_positions)
 
     class CompiledFunction(Function):
@@ -254,6 +264,16 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
         def forward(ctx, syms, *tensors):
             inputs = tensors[:n_inputs]
             outs, saved = fwd_run(list(inputs), syms)
+            if private_saved:
+                # (a list the replay plan handed over, its Lease, is kept as it is: the plan
+                # may still swap its entries for copies before the backward runs)
+                shared = {id(t) for t in outs} | {id(t) for t in tensors}
+                priv = saved if isinstance(saved, list) else list(saved)
+                saved = [t for t in priv if id(t) in shared]
+                for i, t in enumerate(priv):
+                    if id(t) in shared:
+                        priv[i] = None
+                ctx._private = priv
             ctx.save_for_backward(*saved)
             ctx.syms = syms
             ctx.out_shapes = [o.shape if isinstance(o, Tensor) else () for o in outs]
@@ -269,7 +289,13 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
             for g, (dt, rg), shape in zip(grad_outputs, out_meta, ctx.out_shapes):
                 if rg:
                     tangents.append(g if g is not None else zeros(shape, dtype=dt))
-            grads = bwd_run(list(ctx.saved_tensors) + tangents, ctx.syms)
+            saved = list(ctx.saved_tensors)
+            if private_saved:
+                if ctx._private is None:
+                    raise RuntimeError(_FREED)
+                it = iter(saved)
+                saved = [t if t is not None else next(it) for t in ctx._private]
+            grads = bwd_run(saved + tangents, ctx.syms)
             result = [None] * (1 + n_inputs + len(lifted_diff))
             for k, g in enumerate(grads):
                 pos = diff_positions[k] if k < n_diff_inputs else n_inputs + k - n_diff_inputs
@@ -277,6 +303,14 @@ def make_autograd_runner(fwd_run, bwd_run, n_inputs, diff_positions, lifted_diff
             return tuple(result)
 
     CompiledFunction.__name__ = name
+    if private_saved:
+        node_cls = CompiledFunction._backward_cls
+        base_release = node_cls.release
+
+        def release(ctx):
+            base_release(ctx)
+            ctx._private = None          # freed with the rest (retain_graph=False)
+        node_cls.release = release
 
     def run(inputs, syms=()):
         return CompiledFunction.apply(syms, *inputs, *lifted_diff)

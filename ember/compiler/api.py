@@ -13,7 +13,7 @@ function as written. A replay redoes the call's Python side effects (effects.py)
 import warnings
 
 from ..autograd.grad_mode import state as _grad_state
-from . import config, pipeline
+from . import config, pipeline, disk_cache
 from .config import log, logs_on  # noqa: F401  (the logs were set up here before)
 from .pipeline import Variant  # noqa: F401
 from .tracer import user_source
@@ -21,6 +21,9 @@ from . import dynamic as dynamic_marks
 
 
 _ALL = []     # every compiled function, for reset()
+# the modes torch.compile accepts: "reduce-overhead" replays one prebuilt plan (replay.py),
+# the max-autotune ones tune kernel configurations (autotune.py); "lite" is "default" here
+MODES = ("default", "lite", "reduce-overhead", "max-autotune-no-cudagraphs", "max-autotune")
 
 
 class CompiledFunction:
@@ -30,6 +33,12 @@ class CompiledFunction:
                  options=None, module=None):
         if backend not in ("c", "numpy"):
             raise ValueError(f"unknown backend {backend!r}: expected 'c' or 'numpy'")
+        if mode is not None and options:
+            raise RuntimeError("Either mode or options can be specified, but both can't be "
+                               "specified at the same time.")
+        if mode is not None and mode not in MODES:
+            raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                               + ", ".join(MODES))
         self.fn = fn
         self.fullgraph = fullgraph
         self.dynamic = dynamic
@@ -91,8 +100,8 @@ class CompiledFunction:
                 self.stateful.add(failed.source)
             if failed is not None and failed.kind == "shape":
                 # a size changed: trace again, then try to make the changed sizes symbolic
-                base = next((v for v in reversed(self.variants) if v.capture is not None),
-                            None)
+                base = next((v for v in reversed(self.variants)
+                             if disk_cache.capture_of(v) is not None), None)
                 marked = base is not None and dynamic_marks.only_marked_changed(
                     base.capture, args, kwargs, self.marked)
                 if self.dynamic is not False or marked:
@@ -136,8 +145,21 @@ class CompiledFunction:
         """Compile this call (pipeline.STAGES), keep its variant, return its result.
         `marked`: only sizes marked with mark_dynamic changed (no recompile is counted)."""
         self.marked |= dynamic_marks.marks_of(args, kwargs)
+        key = None
+        if unify_with is None and not marked:
+            # a warm start: the variant from the disk cache, without tracing
+            key = disk_cache.lookup_key(self, args, kwargs)
+            v = disk_cache.load(self, args, kwargs, key) if key is not None else None
+            if v is not None:
+                if reason is not None:
+                    self._recompiled(reason)
+                self.variants.append(v)
+                return v.run(args, kwargs)
         p = pipeline.compile_program(self, args, kwargs, unify_with)
+        if key is not None:
+            disk_cache.save(self, p, key)
         v = p.variant
+        v.autotune = getattr(p, "autotune", None)
         if v.eager or v.root is not None:
             if reason is not None:
                 self._recompiled(reason)

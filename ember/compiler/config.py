@@ -11,6 +11,18 @@ import sys
 # where built kernels are stored (<cache_dir>/kernels/ab/<hash>.so)
 cache_dir = os.environ.get("EMBER_CACHE_DIR") or os.path.join(
     os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ember")
+# warm starts: store each compiled variant's graphs under cache_dir/graphs and load them in a
+# later process instead of tracing (disk_cache.py; PyTorch's fx_graph_cache)
+graph_cache = os.environ.get("EMBER_GRAPH_CACHE", "1") != "0"
+# where those graphs go (None: <cache_dir>/graphs)
+graph_cache_dir = os.environ.get("EMBER_GRAPH_CACHE_DIR") or None
+# mode="max-autotune" (autotune.py) tries each candidate on the real inputs and keeps the
+# fastest; max_autotune=True does so in every mode (inductor's config.max_autotune).
+# autotune_threads: the fused kernels' OpenMP thread counts tried (None: 1, 2, 4, ... up to
+# ember.get_num_threads()); autotune_repeats: timed runs per candidate (the median counts)
+max_autotune = os.environ.get("EMBER_MAX_AUTOTUNE", "") == "1"
+autotune_threads = None
+autotune_repeats = 3
 # compiled variants kept per function before it runs eagerly (PyTorch's cache_size_limit)
 cache_size_limit = 8
 # log each recompile with the guard that failed and the user's lines (also

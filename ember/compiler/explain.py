@@ -38,6 +38,12 @@ class ExplainOutput:
             split_blocked = getattr(v, "split_blocked", None)
             if v.eager and split_blocked:
                 lines.append(f"  not split into segments: {split_blocked}")
+            if getattr(v, "from_cache", None):
+                lines.append(f"  loaded from the graph cache without tracing: {v.from_cache}")
+            for gname, choice in (getattr(v, "autotune", None) or {}).items():
+                lines.append(f"  max-autotune {gname}: threads={choice['threads']} (median "
+                             "seconds per candidate: " + ", ".join(
+                                 f"{k}: {t:.6f}" for k, t in choice["seconds"].items()) + ")")
             for b in v.breaks:
                 lines.append(f"  Graph break at {b.source}: {b.reason}. Runs eagerly: the "
                              "call's result is exact; later calls with these guards run "
@@ -173,7 +179,13 @@ def show_code(fn, *args, **kwargs):
     for v in report.variants:
         for name, g in v.graphs.items():
             parts.append(f"# ---- {name} graph ----\n{g.python_source()}")
-        for k in getattr(v, "kernel_sources", []):
+        sources = getattr(v, "kernel_sources", None)
+        if not sources and getattr(v, "kernel_plans", None):
+            # a variant loaded from the graph cache generates its sources only when asked
+            from .codegen_c import generate_function
+            sources = [generate_function(k, f"kernel_{i}") for kp in v.kernel_plans.values()
+                       for i, k in enumerate(kp.kernels)]
+        for k in sources or ():
             parts.append(k)
     text = "\n\n".join(parts)
     print(text)

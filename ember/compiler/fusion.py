@@ -14,7 +14,7 @@ from collections import namedtuple
 import numpy as np
 
 from ..core import dtype as D
-from ..ops.registry import POINTWISE, REDUCTION
+from ..ops.registry import POINTWISE, REDUCTION, VIEW, op_for
 from .kernel import Kernel, Input, Reduction, Output
 from .graph import map_nodes, python_line
 from .buffers import POOL, plan_reuse
@@ -51,11 +51,17 @@ def classify(n):
     dt = meta[1]
     if n.op.kind == REDUCTION:
         x = n.args[0] if n.args else None
-        if not _is_node(x) or x.meta is None or x.meta[1] not in _FLOATS or dt not in _FLOATS:
-            return None, "reduction of a non-float tensor"
-        if x.meta[1] is not dt or n.kwargs.get("dtype") is not None:
+        xdt = x.meta[1] if _is_node(x) and x.meta is not None else None
+        if n.kwargs.get("dtype") is not None:
             return None, "reduction with a dtype change"
-        return "reduce", None
+        if xdt in _FLOATS and dt is xdt:
+            return "reduce", None
+        # the count of a bool row (a mask's sum, int64), as amax's gradient takes it
+        if xdt is D.bool_ and dt is D.int64 and lower.reduce is not None:
+            return "reduce", None
+        if xdt in _FLOATS and dt in _FLOATS:
+            return None, "reduction with a dtype change"
+        return None, "reduction of a non-float tensor"
     if n.op.kind == POINTWISE:
         if dt not in _FLOATS and dt is not D.bool_:
             return None, f"result dtype {dt}"
@@ -76,6 +82,13 @@ def _reduce_dims(n):
     x = n.args[0]
     nd = len(x.meta[0])
     lower = n.op.lower
+    if lower.dims is not None:              # sum_to_size: dims from its own arguments
+        r = lower.dims(n.args, n.kwargs, tuple(x.meta[0]))
+        if r is None:
+            return None
+        dims, keepdim = r
+        k = nd - len(dims)
+        return (k, keepdim) if dims == tuple(range(k, nd)) else None
     if len(n.args) > 1 + len(lower.positional) or set(n.kwargs) - lower.kwargs:
         return None
     dim = _arg(n, 1, "dim")
@@ -128,38 +141,83 @@ def _fits(g, n, kind):
                 if id(a) in g.row and tuple(a.meta[0]) != keep and g.k != len(g.F):
                     return False, "reads a per-row value without its kept dims"
         return True, None
-    if g.k is not None and shape == _row_shapes(g.F, g.k)[0]:
+    k = g.k if g.k is not None else _keep_k(g.F, shape)
+    if k is not None and shape == _row_shapes(g.F, k)[0]:
         for a in n.inputs():
             if id(a) in g.ids and id(a) not in g.row:
                 return False, "a per-row op reading per-element values"
         return True, None
+    if g.k is None and not g.row and _keep_k(shape, g.F) is not None:
+        return True, None        # the group so far is per-row of this larger shape (rebase)
     return False, f"shape {list(shape)} differs from the group's {list(g.F)}"
 
 
+def _keep_k(F, shape):
+    """k where `shape` is F's rows with their dims kept (F[:k] + (1,) * ...), k < len(F),
+    and F's row is not all ones; None if it is not such a shape."""
+    if len(shape) != len(F) or tuple(shape) == tuple(F):
+        return None
+    k = len(shape)
+    while k > 0 and shape[k - 1] == 1:
+        k -= 1
+    if tuple(shape[:k]) != tuple(F[:k]) or all(d == 1 for d in F[k:]):
+        return None
+    return k
+
+
 def plan(graph):
-    """Split the graph's nodes into steps: ("node", n) run as is, ("group", _Group)."""
+    """Split the graph's nodes into steps: ("node", n) run as is, ("group", _Group).
+
+    A node that cannot fuse but reads the open group's values (a column sum, a matmul of a
+    gradient, a view) does not close the group: it is deferred, and runs after the group,
+    so later pointwise ops and row reductions of the same shape still join it. The group
+    closes when a candidate reads a deferred node, or at an in-place op, an opaque call or
+    the output. Deferred nodes keep their order among themselves."""
+    _bypass_broadcast_views(graph)
+    _merge_view_scatters(graph)
     steps, g = [], None
+    deferred, deferred_ids = [], set()
 
     def close():
         nonlocal g
         if g is not None:
             steps.append(("group", g))
             g = None
+        steps.extend(("node", d) for d in deferred)
+        deferred.clear()
+        deferred_ids.clear()
+
+    def defer(n):
+        deferred.append(n)
+        deferred_ids.add(id(n))
 
     for n in graph.nodes:
         if n.kind != "call":
-            if n.kind in ("getitem", "output") and g is not None:
+            if n.kind == "output" or n.kind not in ("getitem",):
                 close()
-            steps.append(("node", n))
+                steps.append(("node", n))
+            elif g is not None and (deferred or id(n.args[0]) in g.ids):
+                defer(n)
+            else:
+                steps.append(("node", n))
             continue
         kind, why = classify(n)
+        if kind == "reduce" and _reduce_dims(n) is None:
+            # a column sum (a bias gradient): NumPy's, after the group that makes its input
+            kind, why = None, "reduction over dims that are not the trailing ones"
         if kind is None:
-            if g is not None and (n.inplace or any(id(a) in g.ids for a in n.inputs())):
-                close()
             if why not in ("no single tensor result",) and log.isEnabledFor(logging.DEBUG):
                 log.debug("fusion: %s not fused: %s", n.name, why)
-            steps.append(("node", n))
+            if n.inplace or n.op is None or n.op.impure:
+                close()
+                steps.append(("node", n))
+            elif g is not None and (deferred or any(id(a) in g.ids for a in n.inputs())):
+                defer(n)
+            else:
+                steps.append(("node", n))
             continue
+        if deferred_ids and any(id(a) in deferred_ids for a in n.inputs()):
+            close()
         if g is not None:
             ok, why = _fits(g, n, kind)
             if not ok:
@@ -174,10 +232,17 @@ def plan(graph):
                 g = _Group(tuple(n.args[0].meta[0]))
             else:
                 g = _Group(tuple(n.meta[0]))
+        shape = tuple(n.meta[0])
         if kind == "reduce":
             g.k = _reduce_dims(n)[0]
             g.row.add(id(n))
-        elif tuple(n.meta[0]) != g.F:
+        elif shape != g.F and g.k is None and _keep_k(shape, g.F) is not None:
+            g.k = _keep_k(shape, g.F)         # rebase: the members so far are per-row
+            g.F = shape
+            g.row = set(g.ids)
+        elif shape != g.F:
+            if g.k is None:
+                g.k = _keep_k(g.F, shape)
             g.row.add(id(n))
         g.members.append(n)
         g.ids.add(id(n))
@@ -185,9 +250,87 @@ def plan(graph):
     return steps
 
 
-def _tiny(g):
+def _is_broadcast_view(x, v):
+    """Whether view node `v` of node `x` holds broadcast_to(x, v's shape): the same dtype,
+    x's strides where the sizes agree, stride 0 where x's size is 1 (an expand)."""
+    if x.meta is None or v.meta is None or x.meta[1] is not v.meta[1]:
+        return False
+    xs, vs = tuple(x.meta[0]), tuple(v.meta[0])
+    if len(xs) > len(vs) or len(x.meta) < 3 or len(v.meta) < 3:
+        return False
+    pad = len(vs) - len(xs)
+    xs = (1,) * pad + xs
+    xst = (0,) * pad + tuple(x.meta[2])
+    for n, m, st, vst in zip(xs, vs, xst, v.meta[2]):
+        if m == 1:
+            continue
+        if n == m and st != vst or n != m and (n != 1 or vst != 0):
+            return False
+    return True
+
+
+def _bypass_broadcast_views(graph):
+    """A pointwise op reading an expand of x (or any view that is x broadcast) reads x
+    instead, when the op's result has the view's shape: broadcasting gives the same values,
+    and the op can then join the group computing x (the gradient of a mean or a sum over a
+    row, expanded back, is one kernel with its row). Views left unread are dropped."""
+    views = {}
+    for n in graph.nodes:
+        if n.kind == "call" and n.op is not None and n.op.kind == VIEW and n.args and \
+                _is_node(n.args[0]) and not n.inplace and _is_broadcast_view(n.args[0], n):
+            views[id(n)] = n
+    if not views:
+        return
+    for n in graph.nodes:
+        if n.kind != "call" or n.meta is None or classify(n)[0] != "pointwise":
+            continue
+        shape = tuple(n.meta[0])
+
+        def swap(a):
+            v = views.get(id(a))
+            return v.args[0] if v is not None and tuple(v.meta[0]) == shape else a
+        n.args = map_nodes(n.args, swap)
+        n.kwargs = map_nodes(n.kwargs, swap)
+    graph.count_users()
+    graph.nodes = [n for n in graph.nodes if not (id(n) in views and n.users == 0)]
+
+
+def _merge_view_scatters(graph):
+    """``add(view_scatter(a, S, f), view_scatter(b, S, g))`` (and chains of such adds: the
+    backward of split/chunk/unbind) becomes one ``scatter_sum(S, (f, g), a, b)``: one zero
+    tensor written through each view, not one per view plus full-size adds. Only views the
+    autograd engine marked disjoint, each read by that add alone."""
+    from ..ops.view_common import _view_scatter_impl
+    from .runtime import scatter_sum
+    add = op_for("add")
+    graph.count_users()
+    parts, drop = {}, set()        # id(node) -> (shape, [(grad node, view_fn)])
+    for n in graph.nodes:
+        if n.kind != "call" or n.meta is None:
+            continue
+        if n.target is _view_scatter_impl and len(n.args) == 4 and n.args[3] is True \
+                and not n.kwargs and _is_node(n.args[0]):
+            parts[id(n)] = (tuple(n.args[1]), [(n.args[0], n.args[2])])
+        elif n.op is add and len(n.args) == 2 and not n.kwargs and all(
+                _is_node(a) and id(a) in parts and a.users == 1 and a.meta is not None and
+                a.meta[1] is n.meta[1] for a in n.args):
+            (s1, p1), (s2, p2) = parts[id(n.args[0])], parts[id(n.args[1])]
+            if s1 != s2 or tuple(n.meta[0]) != s1:
+                continue
+            drop.update(id(a) for a in n.args)
+            both = p1 + p2
+            parts[id(n)] = (s1, both)
+            n.target, n.opname, n.op, n.method = scatter_sum, "scatter_sum", None, False
+            n.args = (s1, tuple(f for _, f in both)) + tuple(g for g, _ in both)
+    if drop:
+        graph.nodes = [n for n in graph.nodes if id(n) not in drop]
+
+
+def _tiny(g, min_elements=None):
     from . import config
-    return int(np.prod(g.F)) < config.min_kernel_elements
+    if min_elements is None:
+        min_elements = config.min_kernel_elements
+    return int(np.prod(g.F)) < min_elements
 
 
 def _used_outside(graph, steps):
@@ -318,9 +461,11 @@ def _traced_strides(a, F, k):
 KernelPlan = namedtuple("KernelPlan", "steps groups built kernels")
 
 
-def plan_kernels(graph):
+def plan_kernels(graph, min_elements=None):
     """Fusion planning of `graph` (nothing built): its steps, their groups, each group's
-    (Kernel, input nodes, output nodes), and the Kernels to build (those with outputs)."""
+    (Kernel, input nodes, output nodes), and the Kernels to build (those with outputs).
+    Groups on fewer than `min_elements` (default config.min_kernel_elements) elements stay
+    plain calls; mode="reduce-overhead" passes 0 (a kernel call from its plan is cheap)."""
     steps = plan(graph)
     outside = _used_outside(graph, steps)
     out = graph.output()
@@ -329,7 +474,8 @@ def plan_kernels(graph):
     # a group on a few elements costs more in kernel-call overhead (~10 us) than its ops
     # cost one by one: its nodes stay plain calls
     steps = [s for kind, x in steps for s in (
-        [("node", m) for m in x.members] if kind == "group" and _tiny(x) else [(kind, x)])]
+        [("node", m) for m in x.members] if kind == "group" and _tiny(x, min_elements)
+        else [(kind, x)])]
     groups = [x for kind, x in steps if kind == "group"]
     built = [build_kernel(g, outside) for g in groups]
     # a group whose values nobody reads outside has no outputs: drop it

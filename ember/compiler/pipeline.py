@@ -382,7 +382,8 @@ def plan_fusion(p):
     from . import fusion
     lines = []
     for name, g in p.graphs.items():
-        kp = p.kernel_plans[name] = fusion.plan_kernels(g)
+        kp = p.kernel_plans[name] = fusion.plan_kernels(
+            g, 0 if p.compiled.mode == "reduce-overhead" else None)
         groups = [(b[0], grp) for b, grp in zip(kp.built, kp.groups) if b[0].outputs]
         lines.append(f"{name}: {len(kp.kernels)} kernels" + "".join(
             f"\n  kernel_{i}: " + ", ".join(m.opname.split(".")[-1] for m in grp.members)
@@ -400,6 +401,9 @@ def codegen(p):
         if why:
             run = p.runs[name] = g.compile_python()
             parts.append(f"{name}: Python, {run.source.count(chr(10)) + 1} lines")
+            if why == "numpy backend" and p.compiled.mode == "reduce-overhead":
+                from . import replay
+                p.runs[name] = replay.wrap_run(run, g, name=name, owner=p.compiled)
             continue
         from .codegen_c import generate_function
         src = p.sources[name] = [generate_function(k, f"kernel_{i}")
@@ -452,11 +456,27 @@ def buffer_plan(p):
             parts.append(f"{name}: numpy backend")
             continue
         run = p.runs[name] = fusion.assemble(p.graphs[name], kp, p.libraries[name])
+        if p.compiled.mode == "reduce-overhead":      # one prebuilt plan (replay.py)
+            from . import replay
+            p.runs[name] = replay.wrap_run(run, p.graphs[name], kp, p.libraries[name], name,
+                                            owner=p.compiled)
         p.kernels.extend(run.kernels)
         p.planned_peak_bytes = run.planned_peak_bytes
         parts.append(f"{name}: {run.pooled} buffers pooled, planned peak "
                      f"{run.planned_peak_bytes} bytes")
     return "; ".join(parts)
+
+
+def run_autotune(p):
+    """mode="max-autotune": time each candidate configuration (autotune.py) on this call's
+    inputs and keep the fastest for each graph."""
+    from . import autotune
+    if not autotune.enabled(p.compiled):
+        return p.skip("mode is not max-autotune")
+    why = p.python_replay()
+    if why:
+        return p.skip(why)
+    return autotune.tune(p)
 
 
 def replay(p):
@@ -555,7 +575,8 @@ def _replay(p):
     n_inputs = len(cap.input_paths)
     runner = aot.make_autograd_runner(fwd_run, bwd_run, n_inputs, joint["diff_positions"],
                                       joint["lifted_diff"], out_meta,
-                                      name=f"Compiled_{p.compiled.__name__}")
+                                      name=f"Compiled_{p.compiled.__name__}",
+                                      private_saved=p.compiled.mode == "reduce-overhead")
 
     def run(args, kwargs):
         flat = extract(args, kwargs)
@@ -575,6 +596,7 @@ STAGES = [
     ("codegen", codegen),
     ("build", build_libraries),
     ("buffer_plan", buffer_plan),
+    ("autotune", run_autotune),
     ("replay", replay),
 ]
 

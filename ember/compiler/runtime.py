@@ -1,6 +1,8 @@
 """What compiled code calls at replay: small functions named in printed graphs, and the
 call's structure (the tensors read from args/kwargs, the user's output structure rebuilt
 around the flat outputs)."""
+import numpy as np
+
 from ..core.tensor import Tensor
 from ..autograd.engine import accumulate_into
 
@@ -11,6 +13,23 @@ def accumulate_grad(var, g):
     added in place); returns the ``.grad`` tensor."""
     accumulate_into(var, g, not g._requires_grad, False)
     return var._grad
+
+
+def scatter_sum(shape, view_fns, *grads):
+    """The sum of several view_scatter results (zeros of `shape` with each gradient written
+    through its view, as a split's or chunk's backward makes them) in one buffer: each
+    gradient is added into its view of one zero tensor, instead of one zero tensor per view
+    and a full-size add per pair (the fusion pass merges such sums into this call)."""
+    from ..dispatch import wrap
+    from ..ops.view_common import _scatter_kernel
+    out = np.zeros(shape, dtype=grads[0]._data.dtype)
+    for g, fn in zip(grads, view_fns):
+        target = fn(out)
+        if np.may_share_memory(target, out):
+            target += g._data
+        else:
+            out += _scatter_kernel(g._data, tuple(shape), fn, True)
+    return wrap(out, grads[0].dtype)
 
 
 def grad_of(t):

@@ -28,6 +28,10 @@ from .graph import Graph, map_nodes
 _EMBER_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _USER_DIRS = (os.path.join(_EMBER_DIR, "examples"),)
 
+# how many traces have begun in this process (tests check that a warm start from the disk
+# cache traces nothing: disk_cache.py)
+stats = {"traces": 0}
+
 # ops whose results carry no tensor but whose call changes state: always recorded
 _OPAQUE = {"optimizer.step", "optimizer.zero_grad", "optimizer.scheduler_step"}
 
@@ -110,6 +114,7 @@ class Tracer:
         # made since are the ones in generations 0-2 (listing those is cheap; listing every
         # object, as without it, costs ~0.1 s with a large library imported). Not when the
         # program froze objects itself (a nested trace, a pre-fork server): then the list.
+        stats["traces"] += 1
         self._frozen = gc.get_freeze_count() == 0
         self._early_new = set()
         self._new_cache = set()

@@ -16,7 +16,10 @@ of the op whose lowering computes it. The lowering is part of the op's one defin
   same for a reduction (mean is a sum divided by n);
 - `compare`: the arguments are computed in their common dtype and the result is bool;
 - `kwargs`: keyword arguments a fusable call may carry (others keep the call unfused);
-- `cost`: the relative cost of recomputing it (the row cache stores costly values).
+- `cost`: the relative cost of recomputing it (the row cache stores costly values);
+- `dims`: for a reduction whose arguments are not ``(dim, keepdim)``: a function
+  ``dims(args, kwargs, input shape) -> (reduced dims, keepdim)`` or None when it does not reduce
+  like a keepdim/dim reduction (sum_to_size's size).
 
 >>> from ember.ops.registry import op_for
 >>> op_for("mul").lower.c
@@ -31,15 +34,17 @@ class Lower:
     """One op's lowering into fused kernels (see the module docstring)."""
 
     __slots__ = ("c", "c_int", "np", "build", "reduce", "compare", "kwargs", "cost",
-                 "positional", "prim")
+                 "positional", "prim", "dims")
 
     def __init__(self, c=None, *, c_int=None, np=None, build=None, reduce=None,
-                 compare=False, kwargs=(), cost=1, positional=("dim", "keepdim"), prim=None):
+                 compare=False, kwargs=(), cost=1, positional=("dim", "keepdim"), prim=None,
+                 dims=None):
         self.c, self.c_int, self.np = c, c_int, np
         self.build, self.reduce = build, reduce
         self.compare, self.kwargs, self.cost = compare, frozenset(kwargs), cost
         self.positional = positional   # reductions: the positional arguments after self
         self.prim = prim               # the IR name; set to the op's name at registration
+        self.dims = dims               # reductions: (dims, keepdim) from unusual arguments
 
 
 class CContext:

@@ -99,6 +99,19 @@ SUM = Lower(reduce=_sum_ir, kwargs=REDUCE_KWARGS)
 MEAN = Lower(reduce=_mean_ir, kwargs=REDUCE_KWARGS)
 AMAX = Lower(reduce=lambda b, x, dt, args, kwargs: b.reduce("max", x, dt), kwargs=REDUCE_KWARGS)
 AMIN = Lower(reduce=lambda b, x, dt, args, kwargs: b.reduce("min", x, dt), kwargs=REDUCE_KWARGS)
+
+
+def _sum_to_size_dims(args, kwargs, shape):
+    """sum_to_size(x, size) with len(size) == x.dim() is a keepdim sum over the dims where
+    size is 1 (and x's is not); a size with fewer dims drops dims: None (not such a sum)."""
+    size = args[1] if len(args) == 2 and isinstance(args[1], (tuple, list)) else args[1:]
+    if kwargs or len(size) != len(shape) or not all(type(s) is int for s in size):
+        return None
+    dims = tuple(i for i, (s, n) in enumerate(zip(size, shape)) if s == 1 and n != 1)
+    return (dims, True) if dims else None
+
+
+SUM_TO_SIZE = Lower(reduce=_sum_ir, dims=_sum_to_size_dims)
 # var(x, dim) only: keepdim and the correction come by keyword
 VAR = Lower(reduce=_var_ir, kwargs=("dim", "keepdim", "correction", "unbiased"),
             positional=("dim",))

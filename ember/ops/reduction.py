@@ -486,7 +486,8 @@ register_each(globals(), REDUCTION, (var_mean, std_mean), method=False)
 # meta rules of var_mean / std_mean (ember/ops/meta_rules.py)
 OPS["var_mean"].meta = OPS["std_mean"].meta = M.var_std_mean
 sum_to_size = register(OpDef("sum_to_size", REDUCTION, function=False, jvp=LINEAR,
-                             batch=_br.sum_to_size_batch),
+                             batch=_br.sum_to_size_batch,
+                             lower=_lw.SUM_TO_SIZE),
                        sum_to_size)
 
 # ember.linalg reaches the vector norm through this module

@@ -15,6 +15,7 @@ from .core.tensor import Tensor, _init, _new
 from .core.meta import MetaArray, MetaData, device_mismatch
 from .core.strides import broadcast_shapes
 from .core import memory_stats
+from .core.lowp_cast import astype as _astype   # C kernels for the 16-bit floats
 from .autograd.grad_mode import state, call_mode  # noqa: F401  (the mode seam)
 from .autograd import graph
 
@@ -31,7 +32,7 @@ def wrap(arr, dt):
         arr = _asarray(arr)
     npdt = dt.np
     if arr.dtype is not npdt and arr.dtype != npdt:   # `is`: NumPy's dtypes are singletons
-        arr = arr.astype(npdt)
+        arr = _astype(arr, npdt)
     t = _new(Tensor)
     _init(t, arr, dt)
     if state.inference:
@@ -229,7 +230,7 @@ def make_pointwise(op):
                 # float16 one: 70000 -> inf), then computes in float32
                 arrays.append(v.astype(cdt.np).astype(kdt.np))
             else:
-                arrays.append(v.astype(kdt.np))
+                arrays.append(_astype(v, kdt.np))
         if int_div:
             check_int_division(op, cdt, arrays[0], arrays[1])
         try:

@@ -36,7 +36,9 @@ class autocast:
         self.device = device_type
         self.fast_dtype = get_autocast_dtype(device_type) if dtype is None else dtype
         self._enabled = bool(enabled)
-        self._cache_enabled = True if cache_enabled is None else bool(cache_enabled)
+        # None: the current setting (ember.set_autocast_cache_enabled), read here as PyTorch
+        self._cache_enabled = policy.cache.enabled if cache_enabled is None else \
+            bool(cache_enabled)
         self._args = (device_type, dtype, enabled, cache_enabled)
         if device_type == "cpu":
             if self._enabled and self.fast_dtype not in (D.bfloat16, D.float16):

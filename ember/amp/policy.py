@@ -11,9 +11,15 @@ that check the mode stack themselves (matmul, the composites) call it, or `cast_
 their own first lines.
 
 The casts are ordinary differentiable ``.to(dtype)`` calls, so gradients flow back to the
-inputs in their own dtype. Casts of leaf tensors that require grad (parameters) are cached
-for the life of the outermost autocast region, as PyTorch does, so a weight used by several
-ops is cast once.
+inputs in their own dtype. An argument already in the target dtype is not cast (nor is a
+float64 or non-floating one). The float32 -> autocast-dtype casts of leaf tensors that require
+grad and are not views (parameters) are cached for the life of the outermost autocast region,
+as PyTorch does (`ember.is_autocast_cache_enabled`, `ember.set_autocast_cache_enabled`,
+``autocast(cache_enabled=...)``), so a weight used by several ops (or a tied one) is cast
+once per step. Unlike PyTorch's cache, an entry also records the weight's version counter: a
+weight changed in place inside the region is cast again (PyTorch would reuse the stale cast).
+Casts made with grad mode off are not cached, so that a later use with grad mode on still
+reaches the weight.
 """
 import threading
 
@@ -27,7 +33,7 @@ from ..ops.registry import LOWER_PRECISION as LOWER_PRECISION_POLICY, FP32 as FP
 class _Cache(threading.local):
     depth = 0          # how many autocast regions are open (the cache dies with the outermost)
     enabled = True     # cache_enabled of the innermost region
-    casts = None       # {(id(tensor), dtype): (tensor, cast)}
+    casts = None       # {(id(tensor), dtype): (tensor, its version, cast)}
 
 
 cache = _Cache()
@@ -37,13 +43,16 @@ def _cast(t, dtype):
     if not isinstance(t, Tensor) or t.dtype is dtype or t.dtype is D.float64 \
             or not t.dtype.is_floating_point:
         return t
-    if cache.enabled and t._requires_grad and t.grad_fn is None and state.enabled:
+    if cache.enabled and t._requires_grad and t.grad_fn is None and state.enabled and \
+            t.dtype is D.float32 and dtype is not D.float32 and t._base is None and \
+            cache.casts is not None:
         key = (id(t), dtype)
         hit = cache.casts.get(key)
-        if hit is not None and hit[0] is t:
-            return hit[1]
+        version = t._version
+        if hit is not None and hit[0] is t and hit[1] == version:
+            return hit[2]
         c = t.to(dtype)
-        cache.casts[key] = (t, c)   # keeps t alive, so its id is not reused meanwhile
+        cache.casts[key] = (t, version, c)   # keeps t alive, so its id is not reused meanwhile
         return c
     return t.to(dtype)
 

@@ -28,3 +28,5 @@ from .frontend import compile, disable, OptimizedModule  # noqa: F401
 from .explain import explain, show_code  # noqa: F401
 from .dynamic import mark_dynamic  # noqa: F401
 from . import eager  # noqa: F401  (plugs the fused eager kernels into the composite ops)
+from . import cast_kernels  # noqa: E402
+cast_kernels.install()     # C float32 <-> bfloat16/float16 conversions for core/lowp_cast

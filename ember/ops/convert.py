@@ -5,6 +5,7 @@ import numpy as np
 
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
+from ..core.lowp_cast import astype
 from ..core.device import device as Device, to_device
 from ..core.tensor import Tensor, contiguous_format, preserve_format
 from ..core.meta import MetaArray, copy_out_error
@@ -85,7 +86,7 @@ def to(self, *args, **kwargs):
         warnings.warn("Casting complex values to real discards the imaginary part",
                       UserWarning, stacklevel=2)
         arr = arr.real
-    out = wrap(arr.astype(dt.np), dt)
+    out = wrap(astype(arr, dt.np), dt)
     if dt._kind >= 2:       # floating and complex results are differentiable
         return _record(_TO_COPY, (self,), out, {"dtype": self.dtype})
     return out

@@ -14,6 +14,7 @@ import numpy as np
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core import dtype as D
+from ..core.lowp_cast import astype
 from ..core.tensor import Tensor
 from .. import dispatch
 from ..dispatch import wrap, torch_name, call_mode
@@ -101,7 +102,7 @@ def _out(result, out):
 def kernel_array(t):
     """The array a kernel computes on: float32 for low-precision floats (NumPy has no BLAS
     for them)."""
-    return t._data.astype(np.float32) if t.dtype in LOWP else t._data
+    return astype(t._data, np.float32) if t.dtype in LOWP else t._data
 
 
 # ---- matmul family ------------------------------------------------------------------------
@@ -152,7 +153,7 @@ def _product(op, input, other):
     if input.dtype.name == "bool":
         raise NotImplementedError('"addmm_impl_cpu_" not implemented for \'Bool\'')
     try:
-        r = np.matmul(kernel_array(input), kernel_array(other))
+        r = _matmul_arrays(kernel_array(input), kernel_array(other))
     except ValueError:
         _matmul_error(input._data, other._data)
         raise

@@ -20,6 +20,7 @@ from ..autograd import graph
 from ..core.meta import MetaData
 from .registry import LOWER_PRECISION
 from . import batch_rules as _br
+from .lowp_compute import LOWP, widened, rounded
 from .nn_ops import E, FLOATS, FusedKernel, composite, under_mode, softmax
 
 
@@ -104,12 +105,12 @@ def _sdpa_decomp(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=Fal
 # itself is recorded (create_graph), so double backward sees their dependence on Q and K.
 # It is one joint formula: dQ and dK share dS, and all three share P.
 def _fast_ok(q, k, v):
-    if state.autocast_enabled:
-        return False
+    # (under autocast the arguments were cast already; 16-bit ones compute in float32)
     if not (isinstance(q, Tensor) and isinstance(k, Tensor) and isinstance(v, Tensor)):
         return False
     dt = q.dtype
-    return (dt in FLOATS and k.dtype is dt and v.dtype is dt
+    return ((dt in FLOATS or (dt in LOWP and type(q._data) is np.ndarray))
+            and k.dtype is dt and v.dtype is dt
             and q._data.ndim >= 2 and k._data.ndim >= 2 and v._data.ndim >= 2
             and q._data.size and k._data.size and v._data.size)
 
@@ -163,6 +164,11 @@ _scores_grad_kernel = FusedKernel(_scores_grad, "sdpa_scores_backward")
 def _sdpa_grads(g, query, key, value, scale, is_causal, attn, grad_input_mask):
     """The joint formula: (dQ, dK, dV), each only where `grad_input_mask` asks for it."""
     need_q, need_k, need_v = grad_input_mask
+    if query.dtype in LOWP and not state.enabled:   # in float32 from the float32 probabilities
+        dt = query.dtype
+        return tuple(rounded(r, dt) for r in _sdpa_grads(
+            widened(g), widened(query), widened(key), widened(value), scale, is_causal, attn,
+            grad_input_mask))
     p = _probs(query, key, scale, is_causal, attn)
     dq = dk = dv = None
     if need_v:
@@ -180,8 +186,24 @@ def _sdpa_grads(g, query, key, value, scale, is_causal, attn, grad_input_mask):
 
 
 def _sdpa_fast(query, key, value, is_causal, scale):
-    q, k, v = query._data, key._data, value._data
     dt = query.dtype
+    if dt in LOWP:    # as PyTorch's CPU kernel: in float32, the output rounded once
+        q, k, v = widened(query)._data, widened(key)._data, widened(value)._data
+        out, p = _sdpa_arrays(q, k, v, D.float32, is_causal, scale)
+        res = wrap(out, dt)
+        probs = wrap(p, D.float32)     # the backward runs in float32 too (_sdpa_grads)
+    else:
+        out, p = _sdpa_arrays(query._data, key._data, value._data, dt, is_causal, scale)
+        res = wrap(out, dt)
+        probs = wrap(p, dt)
+    if state.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
+        graph.record(SDPA, (query, key, value), res, {"scale": scale, "is_causal": is_causal,
+                                                      "attn": probs})
+    return res
+
+
+def _sdpa_arrays(q, k, v, dt, is_causal, scale):
+    """(output, probabilities) of attention over float arrays of dtype `dt`."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
     p = None
     if scores.size >= 4096:
@@ -204,11 +226,7 @@ def _sdpa_fast(query, key, value, is_causal, scale):
         if dead.any():
             total[dead] = 1
         p /= total
-    res = wrap(np.matmul(p, v), dt)
-    if state.enabled and (query._requires_grad or key._requires_grad or value._requires_grad):
-        graph.record(SDPA, (query, key, value), res, {"scale": scale, "is_causal": is_causal,
-                                                      "attn": wrap(p, dt)})
-    return res
+    return np.matmul(p, v), p
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,

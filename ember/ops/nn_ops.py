@@ -30,6 +30,7 @@ from ..autograd import graph
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS, register
 from . import batch_rules as _br
 from .pointwise_math import _erf_kernel
+from .lowp_compute import LOWP, widened, rounded
 from .joining import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
 from .dtype_support import FLOATING, check_dtype
 
@@ -269,6 +270,8 @@ _gelu_backward_kernel = FusedKernel(_gelu_backward, "gelu_backward")
 def _gelu_grad(g, self, cdf):
     if cdf is None or state.enabled:
         if not state.enabled:
+            if self.dtype in LOWP:    # in float32, rounded once (PyTorch's 16-bit kernel)
+                return rounded(_gelu_grad(widened(g), widened(self), None), self.dtype)
             r = _gelu_backward_kernel.run(g, self)
             if r is not None:
                 return r
@@ -293,17 +296,28 @@ def _gelu_fast(input):
     return res
 
 
+def _gelu_lowp(input):
+    """16-bit exact gelu computed in float32 and rounded once, as PyTorch's CPU kernel."""
+    res = rounded(_gelu_fast(widened(input)), input.dtype)
+    if state.enabled and input._requires_grad:
+        graph.record(GELU, (input,), res, {"cdf": None})
+    return res
+
+
 def gelu(input, approximate="none"):
     """``x * Phi(x)`` (``approximate='tanh'``: the tanh approximation)."""
     check_dtype(GELU, input)
     if state.modes:
         return under_mode(GELU, gelu, (input, approximate))
-    if approximate == "none" and not state.autocast_enabled and isinstance(input, Tensor) \
-            and input.dtype in FLOATS:
+    # (gelu has no autocast policy: under autocast it runs in its input's dtype)
+    if approximate == "none" and isinstance(input, Tensor) and input.dtype in FLOATS:
         try:
             return _gelu_fast(input)
         except MetaData:    # a meta input: the decomposition is its meta rule
             pass
+    if approximate == "none" and isinstance(input, Tensor) and input.dtype in LOWP and \
+            type(input._data) is np.ndarray:
+        return _gelu_lowp(input)
     return _gelu_decomp(input, approximate)
 
 
@@ -452,8 +466,8 @@ def _layer_norm_fast(input, weight, bias, dims, eps):
 
 
 def _layer_norm_fast_ok(input, weight, bias, shape):
-    if state.autocast_enabled or not isinstance(input, Tensor) or \
-            input.dtype not in FLOATS or not input._data.size:
+    # (no autocast policy: under autocast layer_norm runs in its input's dtype)
+    if not isinstance(input, Tensor) or input.dtype not in FLOATS or not input._data.size:
         return False
     for p in (weight, bias):
         if p is not None and (not isinstance(p, Tensor) or p.dtype is not input.dtype

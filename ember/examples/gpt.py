@@ -123,6 +123,8 @@ class GPT(nn.Module):
             if use_cache:
                 x, kv = block(x, layer_past, use_cache=True)
                 present.append(kv)
+            elif layer_past is None:
+                x = block(x)        # a plain training call: wrappers of a block see block(x)
             else:
                 x = block(x, layer_past)
         logits = self.head(self.ln_f(x))

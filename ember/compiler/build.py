@@ -217,6 +217,11 @@ class KernelFn:
                 if len(self._strides) > 256:
                     self._strides.clear()
                 self._strides[strides] = st
+        # big calls run as row chunks claimed by parallel.py's team (no OpenMP barrier that
+        # a thread on a busy core could stall; compiler/threads.py)
+        if R * N >= threads.parallel.min_elements and \
+                threads.split_call(self._fn, self.kernel, R, N, ptrs, st):
+            return
         self._fn(R, N, self._Ptrs(*ptrs), st, threads._num_threads)
 
     def __repr__(self):

@@ -65,6 +65,7 @@ class _Digest:
     def __init__(self):
         self.h = hashlib.sha256()
         self.seen = set()
+        self._depth = 0
 
     def add(self, *parts):
         for p in parts:
@@ -133,8 +134,28 @@ class _Digest:
                 self.cls(v)
         elif _all_plain(v):
             self.add(name, v)
+        elif isinstance(v, D.dtype):
+            self.add(name, "dtype", v.name)
+        elif type(v) in (tuple, list) and len(v) <= 64:
+            self.add(name, type(v).__name__, len(v))
+            for i, x in enumerate(v):
+                self.value(x, f"{name}[{i}]")
+        elif hasattr(v, "__dict__") and not isinstance(v, Tensor) and self._depth < 4:
+            # a plain record (a config dataclass, a sample): its class and its fields, which
+            # must themselves be describable; anything else is guarded by identity in the
+            # process that compiled it and has no key across processes
+            self.cls(type(v))
+            self._depth += 1
+            try:
+                for k, x in sorted(vars(v).items()):
+                    self.value(x, f"{name}.{k}")
+            finally:
+                self._depth -= 1
         else:
-            self.add(name, type(v).__module__, type(v).__qualname__)
+            # its type alone would let two different objects share an entry (a stale graph
+            # that computes something else): refuse to cache instead
+            raise Uncacheable(f"{name} is a {type(v).__name__}, which has no key across "
+                              "processes")
 
 
 def _all_plain(v):

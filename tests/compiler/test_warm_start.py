@@ -289,3 +289,39 @@ def test_key_covers_a_module_attribute_function(graph_dir):
     got = ember.compile(Act(F.silu))(x)                 # same class, another function
     np.testing.assert_allclose(got.numpy(), (F.silu(x) * 2).numpy(), rtol=1e-6)
     assert len(_entries(graph_dir)) == 2
+
+
+class _Setting:
+    """A plain record captured by a closure (as a config object or a test sample is)."""
+
+    def __init__(self, offset):
+        self.offset = offset
+
+
+class _Opaque:
+    """An object with no fields the key can describe."""
+    __slots__ = ("offset",)
+
+    def __init__(self, offset):
+        self.offset = offset
+
+
+def _closure(setting):
+    def f(x):
+        return x.diagonal(setting.offset) * 2.0
+    return f
+
+
+def test_closure_objects_are_keyed_by_their_fields_never_by_type_alone(graph_dir):
+    # two closures of the same code over objects of one class: a key made of the type alone
+    # gave the second the first one's graph (a silently wrong diagonal)
+    x = ember.randn(3, 4)
+    for offset in (0, 1, -1):
+        got = ember.compile(_closure(_Setting(offset)))(x)
+        np.testing.assert_array_equal(got.numpy(), (x.diagonal(offset) * 2.0).numpy())
+    before = tracer.stats["traces"]
+    ember.compile(_closure(_Setting(1)))(x)        # same fields: loaded, not traced
+    assert tracer.stats["traces"] == before
+    for offset in (0, 1):                           # no describable fields: never stored
+        got = ember.compile(_closure(_Opaque(offset)))(x)
+        np.testing.assert_array_equal(got.numpy(), (x.diagonal(offset) * 2.0).numpy())

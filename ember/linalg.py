@@ -13,7 +13,7 @@ import numpy as np
 from .core import dtype as D
 from .core import strides as S
 from .core.tensor import Tensor
-from .dispatch import int_arg, wrap, torch_name
+from .dispatch import int_arg, wrap, torch_name, not_implemented
 from .return_types import _make
 from .ops.registry import OpDef, EXTERN, FP32, LOWER_PRECISION, register
 from .ops import reduction as _reduction
@@ -36,7 +36,14 @@ torch_svd_t = _make("svd", ("U", "S", "V"))
 
 
 # ---- checks -------------------------------------------------------------------------------
-def _check_float(name, A):
+def _check_float(name, A, kernel=None, ints=False):
+    """torch's dtype errors of a LAPACK-backed function: `kernel` names the cpu kernel whose
+    NotImplementedError torch raises for float16/bfloat16 (and, with `ints`, for integer and
+    bool input, which such functions hand to the kernel unchecked); otherwise the function's
+    own RuntimeError."""
+    if kernel is not None and (A.dtype in (D.float16, D.bfloat16) or
+                               (ints and not A.dtype.is_floating_point)):
+        raise not_implemented(kernel, A.dtype)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{torch_name(A.dtype)}")
@@ -45,8 +52,8 @@ def _check_float(name, A):
                            f"{torch_name(A.dtype)}")
 
 
-def _check_matrix(name, A, square=True):
-    _check_float(name, A)
+def _check_matrix(name, A, square=True, kernel=None, ints=False):
+    _check_float(name, A, kernel, ints)
     if A.dim() < 2:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
@@ -124,7 +131,7 @@ _SOLVE = OpDef("linalg_solve", EXTERN, inputs=("A", "B"), node_name="LinalgSolve
 
 def solve(A, B, *, left=True, out=None):
     """Solve ``A X = B`` (or ``X A = B`` with left=False). B may be a (batch of) vector(s)."""
-    _check_matrix("linalg.solve", A)
+    _check_matrix("linalg.solve", A, kernel="lu_cpu")
     if A.dtype is not B.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A "
                            f"of type {torch_name(A.dtype)} and B of type {torch_name(B.dtype)} "
@@ -173,7 +180,7 @@ _DET = OpDef("linalg_det", EXTERN, node_name="LinalgDetBackward0",
 
 def det(A, *, out=None):
     """Determinant of each square matrix."""
-    _check_matrix("linalg.det", A)
+    _check_matrix("linalg.det", A, kernel="lu_cpu")
     return _out(finish(_DET, (A,), np.linalg.det(A._data), A.dtype), out)
 
 
@@ -216,7 +223,7 @@ _CHOL = OpDef("linalg_cholesky", EXTERN, attrs={"upper": False},
 
 def cholesky(A, *, upper=False, out=None):
     """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
-    _check_matrix("linalg.cholesky", A)
+    _check_matrix("linalg.cholesky", A, kernel="cholesky_cpu")
     a = A._data
     try:
         L = np.linalg.cholesky(a)
@@ -251,7 +258,7 @@ def qr(A, mode="reduced", *, out=None):
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
                            "'reduced' (default), 'r', or 'complete'")
-    _check_matrix("linalg.qr", A, square=False)
+    _check_matrix("linalg.qr", A, square=False, kernel="geqrf_cpu")
     m, n = A.shape[-2:]
     if mode == "r":
         R = np.linalg.qr(A._data, mode="r")
@@ -322,7 +329,7 @@ def _svd_grad(gU, gS, gVh, U, S, Vh, full):
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh, singular values in descending order."""
-    _check_matrix("linalg.svd", A, square=False)
+    _check_matrix("linalg.svd", A, square=False, kernel="linalg_svd_cpu")
     U, s, Vh = np.linalg.svd(A._data, full_matrices=full_matrices)
     Ut, St, Vht = wrap(U, A.dtype), wrap(s, A.dtype), wrap(Vh, A.dtype)
 
@@ -337,7 +344,8 @@ def svdvals(A, *, driver=None, out=None):
     """Singular values, descending."""
     if A._requires_grad:
         return svd(A, full_matrices=False).S
-    _check_matrix("linalg.svdvals", A, square=False)
+    _check_matrix("linalg.svdvals", A, square=False,
+                  kernel="linalg_svd_cpu")
     return wrap(np.linalg.svd(A._data, compute_uv=False), A.dtype)
 
 
@@ -349,7 +357,7 @@ def _check_uplo(UPLO):
 def eigh(A, UPLO="L", *, out=None):
     """Eigenvalues (ascending) and orthonormal eigenvectors of symmetric matrices; only the
     `UPLO` triangle is read."""
-    _check_matrix("linalg.eigh", A)
+    _check_matrix("linalg.eigh", A, kernel="linalg_eigh_cpu", ints=True)
     _check_uplo(UPLO)
     w, V = np.linalg.eigh(A._data, UPLO=UPLO)
     wt, Vt = wrap(w, A.dtype), wrap(V, A.dtype)
@@ -371,7 +379,7 @@ def eigvalsh(A, UPLO="L", *, out=None):
     """Eigenvalues of symmetric matrices, ascending."""
     if A._requires_grad:
         return eigh(A, UPLO).eigenvalues
-    _check_matrix("linalg.eigvalsh", A)
+    _check_matrix("linalg.eigvalsh", A, kernel="linalg_eigh_cpu", ints=True)
     _check_uplo(UPLO)
     return wrap(np.linalg.eigvalsh(A._data, UPLO=UPLO), A.dtype)
 

@@ -106,7 +106,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None,
                  _name="torch.linalg.lu_factor_ex"):
     """(LU, pivots, info): the packed LU factorization with partial pivoting; info is the
     1-based index of the first zero pivot of each matrix (0 when nonsingular)."""
-    _check_float("torch.linalg.lu_factor_ex", A)
+    _check_float("torch.linalg.lu_factor_ex", A, "lu_cpu", ints=True)
     if A.dim() < 2:
         raise RuntimeError("torch.linalg.lu_factor_ex: Expected tensor with 2 or more "
                            f"dimensions. Got size: {list(A.shape)} instead")
@@ -196,7 +196,7 @@ def lu(A, *, pivot=True, out=None):
     tensor([[3.0000, 4.0000],
             [0.0000, 0.6667]])
     """
-    _check_float("linalg.lu", A)
+    _check_float("linalg.lu", A, "lu_cpu", ints=True)
     if A.dim() < 2:
         raise RuntimeError("linalg.lu: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core import strides as S
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, not_implemented
 from ..return_types import _make
 from .registry import OpDef, EXTERN, COMPOSITE, FP32, OPS, FUNCTIONS as F_, register
 from .matmul import finish, _out
@@ -47,7 +47,14 @@ def scipy_linalg(what):
     return sl
 
 
-def _check_float(name, A):
+def _check_float(name, A, kernel=None, ints=False):
+    """torch's dtype errors of a LAPACK-backed function: `kernel` names the cpu kernel whose
+    NotImplementedError torch raises for float16/bfloat16 (and, with `ints`, for integer and
+    bool input, which such functions hand to the kernel unchecked); otherwise the function's
+    own RuntimeError."""
+    if kernel is not None and (A.dtype in (D.float16, D.bfloat16) or
+                               (ints and not A.dtype.is_floating_point)):
+        raise not_implemented(kernel, A.dtype)
     if not A.dtype.is_floating_point:
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
                            f"{torch_name(A.dtype)}")
@@ -241,7 +248,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
 
 def geqrf(input, *, out=None):
     """(a, tau): LAPACK's QR in Householder form (R on and above the diagonal of a)."""
-    _check_float("geqrf", input)
+    _check_float("geqrf", input, "geqrf_cpu", ints=True)
     if input.dim() < 2:
         raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
     a = input._data

@@ -363,6 +363,9 @@ def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
     if input.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
+    if input.dtype in (D.float16, D.bfloat16):   # matrix_norm refuses them before the SVD
+        raise RuntimeError("linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{torch_name(input.dtype)}")
     d0, d1 = d0 % input.dim(), d1 % input.dim()
     x = input.movedim((d0, d1), (-2, -1))
     r = OPS["linalg_svdvals"].fn(x).sum(-1)

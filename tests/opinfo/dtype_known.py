@@ -36,12 +36,8 @@ KNOWN = {
         "result [('float32', (1, 2, 2, 2, 2))] != torch's [('int64', (1, 2, 2, 2, 2))]",
     ('bucketize', 'complex64'):
         'accepted: torch raised NotImplementedError: "searchsorted_out_cpu" not implemented for \'ComplexFloat\'',
-    ('cholesky', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'BFloat16\'',
     ('cholesky', 'bool'):
         'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Bool\'',
-    ('cholesky', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Half\'',
     ('cholesky', 'int16'):
         'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Short\'',
     ('cholesky', 'int32'):
@@ -58,30 +54,10 @@ KNOWN = {
         "result [('float32', (2, 2))] != torch's [('complex64', (2, 2))]",
     ('cross', 'bool'):
         'ember raised TypeError, torch NotImplementedError: "cross" not implemented for \'Bool\'',
-    ('det', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'BFloat16\'',
     ('det', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.det: Expected a floating point or complex tensor as input. Got ...',
-    ('det', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Half\'',
-    ('geqrf', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'BFloat16\'',
-    ('geqrf', 'bool'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Bool\'',
     ('geqrf', 'complex64'):
         'spurious: ember raised RuntimeError: geqrf: Expected a floating point or complex tensor as input. Got Compl...',
-    ('geqrf', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Half\'',
-    ('geqrf', 'int16'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Short\'',
-    ('geqrf', 'int32'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Int\'',
-    ('geqrf', 'int64'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Long\'',
-    ('geqrf', 'int8'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Char\'',
-    ('geqrf', 'uint8'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Byte\'',
     ('hinge_embedding_loss', 'int16'):
         'accepted: torch raised RuntimeError: mean(): could not infer output dtype. Input dtype must be either a flo...',
     ('hinge_embedding_loss', 'int32'):
@@ -114,52 +90,16 @@ KNOWN = {
         'accepted: torch raised RuntimeError: kl_div: Integral inputs not supported.',
     ('lerp', 'complex64'):
         'spurious: ember raised NotImplementedError: "lerp_kernel_tensor" not implemented for \'ComplexFloat\'',
-    ('linalg_cholesky', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'BFloat16\'',
-    ('linalg_cholesky', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Half\'',
     ('linalg_cholesky_ex', 'bfloat16'):
         'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'BFloat16\'',
     ('linalg_cholesky_ex', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.cholesky_ex: Expected a floating point or complex tensor as inp...',
     ('linalg_cholesky_ex', 'float16'):
         'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Half\'',
-    ('linalg_eigh', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'BFloat16\'',
-    ('linalg_eigh', 'bool'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Bool\'',
     ('linalg_eigh', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.eigh: Expected a floating point or complex tensor as input. Got...',
-    ('linalg_eigh', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Half\'',
-    ('linalg_eigh', 'int16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Short\'',
-    ('linalg_eigh', 'int32'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Int\'',
-    ('linalg_eigh', 'int64'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Long\'',
-    ('linalg_eigh', 'int8'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Char\'',
-    ('linalg_eigh', 'uint8'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Byte\'',
-    ('linalg_eigvalsh', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'BFloat16\'',
-    ('linalg_eigvalsh', 'bool'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Bool\'',
     ('linalg_eigvalsh', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.eigvalsh: Expected a floating point or complex tensor as input....',
-    ('linalg_eigvalsh', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Half\'',
-    ('linalg_eigvalsh', 'int16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Short\'',
-    ('linalg_eigvalsh', 'int32'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Int\'',
-    ('linalg_eigvalsh', 'int64'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Long\'',
-    ('linalg_eigvalsh', 'int8'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Char\'',
-    ('linalg_eigvalsh', 'uint8'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_eigh_cpu" not implemented for \'Byte\'',
     ('linalg_inv', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.inv: Expected a floating point or complex tensor as input. Got ...',
     ('linalg_inv_ex', 'complex64'):
@@ -170,74 +110,18 @@ KNOWN = {
         'spurious: ember raised RuntimeError: torch.linalg.ldl_factor_ex: Expected a floating point or complex tenso...',
     ('linalg_ldl_factor_ex', 'float16'):
         'ember raised RuntimeError, torch NotImplementedError: "ldl_factor_kernel_cpu" not implemented for \'Half\'',
-    ('linalg_lu', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'BFloat16\'',
-    ('linalg_lu', 'bool'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Bool\'',
     ('linalg_lu', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.lu: Expected a floating point or complex tensor as input. Got C...',
-    ('linalg_lu', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Half\'',
-    ('linalg_lu', 'int16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Short\'',
-    ('linalg_lu', 'int32'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Int\'',
-    ('linalg_lu', 'int64'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Long\'',
-    ('linalg_lu', 'int8'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Char\'',
-    ('linalg_lu', 'uint8'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Byte\'',
-    ('linalg_lu_factor', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'BFloat16\'',
-    ('linalg_lu_factor', 'bool'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Bool\'',
     ('linalg_lu_factor', 'complex64'):
         'spurious: ember raised RuntimeError: torch.linalg.lu_factor_ex: Expected a floating point or complex tensor...',
-    ('linalg_lu_factor', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Half\'',
-    ('linalg_lu_factor', 'int16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Short\'',
-    ('linalg_lu_factor', 'int32'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Int\'',
-    ('linalg_lu_factor', 'int64'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Long\'',
-    ('linalg_lu_factor', 'int8'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Char\'',
-    ('linalg_lu_factor', 'uint8'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Byte\'',
-    ('linalg_lu_factor_ex', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'BFloat16\'',
-    ('linalg_lu_factor_ex', 'bool'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Bool\'',
     ('linalg_lu_factor_ex', 'complex64'):
         'spurious: ember raised RuntimeError: torch.linalg.lu_factor_ex: Expected a floating point or complex tensor...',
-    ('linalg_lu_factor_ex', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Half\'',
-    ('linalg_lu_factor_ex', 'int16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Short\'',
-    ('linalg_lu_factor_ex', 'int32'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Int\'',
-    ('linalg_lu_factor_ex', 'int64'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Long\'',
-    ('linalg_lu_factor_ex', 'int8'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Char\'',
-    ('linalg_lu_factor_ex', 'uint8'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Byte\'',
     ('linalg_matrix_rank', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.matrix_rank: Expected a floating point or complex tensor as inp...',
-    ('linalg_qr', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'BFloat16\'',
     ('linalg_qr', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.qr: Expected a floating point or complex tensor as input. Got C...',
-    ('linalg_qr', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Half\'',
-    ('linalg_solve', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'BFloat16\'',
     ('linalg_solve', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.solve: Expected a floating point or complex tensor as input. Go...',
-    ('linalg_solve', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'Half\'',
     ('linalg_solve_ex', 'bfloat16'):
         'ember raised RuntimeError, torch NotImplementedError: "lu_cpu" not implemented for \'BFloat16\'',
     ('linalg_solve_ex', 'complex64'):
@@ -262,18 +146,10 @@ KNOWN = {
         'ember raised RuntimeError, torch NotImplementedError: "triangular_solve_cpu" not implemented for \'Char\'',
     ('linalg_solve_triangular', 'uint8'):
         'ember raised RuntimeError, torch NotImplementedError: "triangular_solve_cpu" not implemented for \'Byte\'',
-    ('linalg_svd', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_svd_cpu" not implemented for \'BFloat16\'',
     ('linalg_svd', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.svd: Expected a floating point or complex tensor as input. Got ...',
-    ('linalg_svd', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_svd_cpu" not implemented for \'Half\'',
-    ('linalg_svdvals', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_svd_cpu" not implemented for \'BFloat16\'',
     ('linalg_svdvals', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.svdvals: Expected a floating point or complex tensor as input. ...',
-    ('linalg_svdvals', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_svd_cpu" not implemented for \'Half\'',
     ('linalg_vecdot', 'bool'):
         'accepted: torch raised RuntimeError: linalg.vecdot: Expected a floating point or complex tensor as input. G...',
     ('linalg_vecdot', 'int16'):
@@ -314,12 +190,8 @@ KNOWN = {
         'ember raised TypeError, torch NotImplementedError: "polar_cpu" not implemented for \'Half\'',
     ('polygamma', 'complex64'):
         'accepted: torch raised NotImplementedError: "digamma" not implemented for \'ComplexFloat\'',
-    ('qr', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'BFloat16\'',
     ('qr', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.qr: Expected a floating point or complex tensor as input. Got C...',
-    ('qr', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "geqrf_cpu" not implemented for \'Half\'',
     ('rms_norm', 'bool'):
         'ember raised TypeError, torch NotImplementedError: "rms_norm" not implemented for \'Bool\'',
     ('rms_norm', 'int16'):
@@ -348,12 +220,8 @@ KNOWN = {
         "accepted: torch raised RuntimeError: result type Float can't be cast to the desired output type Char",
     ('sort', 'complex64'):
         'ember raised NotImplementedError, torch RuntimeError:  Sort does not support complex dtypes on CPU',
-    ('svd', 'bfloat16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_svd_cpu" not implemented for \'BFloat16\'',
     ('svd', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.svd: Expected a floating point or complex tensor as input. Got ...',
-    ('svd', 'float16'):
-        'ember raised RuntimeError, torch NotImplementedError: "linalg_svd_cpu" not implemented for \'Half\'',
     ('topk', 'complex64'):
         'ember raised NotImplementedError, torch RuntimeError:  topk does not support complex dtypes on CPU',
     ('triplet_margin_loss', 'complex64'):

@@ -19,6 +19,7 @@ from .ops.registry import OpDef, EXTERN, FP32, LOWER_PRECISION, register
 from .ops import reduction as _reduction
 from .ops.linalg import finish, record_fn, linalg_cross, _out, diag_embed as _diag_embed
 from .ops.linalg import matmul  # noqa: F401  (torch.linalg.matmul)
+from .ops.linalg_more import _check_float
 
 
 class LinAlgError(RuntimeError):
@@ -36,22 +37,6 @@ torch_svd_t = _make("svd", ("U", "S", "V"))
 
 
 # ---- checks -------------------------------------------------------------------------------
-def _check_float(name, A, kernel=None, ints=False):
-    """torch's dtype errors of a LAPACK-backed function: `kernel` names the cpu kernel whose
-    NotImplementedError torch raises for float16/bfloat16 (and, with `ints`, for integer and
-    bool input, which such functions hand to the kernel unchecked); otherwise the function's
-    own RuntimeError."""
-    if kernel is not None and (A.dtype in (D.float16, D.bfloat16) or
-                               (ints and not A.dtype.is_floating_point)):
-        raise not_implemented(kernel, A.dtype)
-    if not A.dtype.is_floating_point:
-        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{torch_name(A.dtype)}")
-    if A.dtype in (D.float16, D.bfloat16):
-        raise RuntimeError(f"{name}: Low precision dtypes not supported. Got "
-                           f"{torch_name(A.dtype)}")
-
-
 def _check_matrix(name, A, square=True, kernel=None, ints=False):
     _check_float(name, A, kernel, ints)
     if A.dim() < 2:

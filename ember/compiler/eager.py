@@ -52,6 +52,14 @@ class _Compiled(CompiledFunction):
         raise _Unavailable
 
 
+def _variant_for(cf, args):
+    """The compiled variant of `cf` whose guards `args` pass, or None."""
+    for v in cf.variants:
+        if v.guards.check(args, {}):
+            return v
+    return None
+
+
 class EagerKernel:
     """`fn` (tensors -> tensor(s), ember ops only) run as fused C when eager mode allows."""
 
@@ -107,10 +115,10 @@ class EagerKernel:
             if cf is None:
                 return None
             with no_grad():
-                for v in cf.variants:
-                    if v.guards.check(args, {}):
-                        self.calls += 1
-                        return v.run(args, {})
+                v = _variant_for(cf, args)
+                if v is not None:
+                    self.calls += 1
+                    return v.run(args, {})
                 if len(cf.variants) >= config.cache_size_limit:
                     return None
                 # traces; an observing mode (the profiler) on the stack does not watch the
@@ -124,10 +132,9 @@ class EagerKernel:
                 # differ from the kernel's: return the kernel's, so that a result never
                 # depends on whether this was the first call (a run resumed from a
                 # checkpoint replays the same losses bit for bit)
-                for v in cf.variants:
-                    if v.guards.check(args, {}):
-                        out = v.run(args, {})
-                        break
+                v = _variant_for(cf, args)
+                if v is not None:
+                    out = v.run(args, {})
                 self.calls += 1
                 return out
         except _Unavailable:

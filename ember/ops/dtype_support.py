@@ -45,6 +45,10 @@ def _first_tensor(args, kwargs):
     return None
 
 
+def _kernel_name(op):
+    return op.dtype_kernel or op.name + "_cpu"
+
+
 def _tensors(args, kwargs):
     return [a for a in list(args) + list(kwargs.values()) if isinstance(a, Tensor)]
 
@@ -72,8 +76,7 @@ def _kernel_dtype(how, args, kwargs):
 def dtype_checked(op, fn):
     """`fn` refusing, as torch does, a call whose kernel dtype (`op.dtypes_of`: see
     _kernel_dtype) `op.dtypes` lacks."""
-    allowed, how = op.dtypes, op.dtypes_of
-    kernel = op.dtype_kernel or op.name + "_cpu"
+    allowed, how, kernel = op.dtypes, op.dtypes_of, _kernel_name(op)
 
     @functools.wraps(fn)
     def checked(*args, **kwargs):
@@ -88,4 +91,4 @@ def check_dtype(op, t):
     """torch's NotImplementedError when tensor `t`'s dtype is not among `op.dtypes`; for the
     choice functions of composite ops (ops/nn_ops.py), which callers reach directly."""
     if isinstance(t, Tensor) and t.dtype not in op.dtypes:
-        raise not_implemented(op.dtype_kernel or op.name + "_cpu", t.dtype)
+        raise not_implemented(_kernel_name(op), t.dtype)

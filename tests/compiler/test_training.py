@@ -36,7 +36,9 @@ class ConvBNLoss(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.conv = nn.Conv2d(2, 4, 3, padding=1)
+        # no conv bias: BatchNorm cancels it, so its gradient is rounding noise, which Adam
+        # normalises into full-size steps that differ between BLAS builds and CPUs
+        self.conv = nn.Conv2d(2, 4, 3, padding=1, bias=False)
         self.bn = nn.BatchNorm2d(4)
         self.fc = nn.Linear(4, 3)
 

@@ -58,17 +58,31 @@ def copy_state(src, dst):
     dst.load_state_dict(state)
 
 
-def assert_state_close(t_model, e_model, rtol, atol):
+def assert_state_close(t_model, e_model, rtol, atol, noise=None, noise_atol=None):
     """Same keys, shapes, dtypes and values. (After Adam steps, `atol` must allow for larger
-    differences in entries whose gradient is at rounding-noise level: Adam normalises it.)"""
+    differences in entries whose gradient is at rounding-noise level: Adam normalises it.)
+    `noise` maps a key to the index of entries whose gradient is zero in exact arithmetic
+    (attention's key bias: softmax cancels it). Adam turns their rounding noise, which
+    differs between BLAS builds and CPUs, into steps of up to the learning rate, so those
+    entries are compared with `noise_atol` (the sum of the learning rates used)."""
     t_state, e_state = t_model.state_dict(), e_model.state_dict()
     assert list(t_state) == list(e_state)
     for k, tv in t_state.items():
         ev = e_state[k]
         assert tuple(ev.shape) == tuple(tv.shape), k
         assert str(ev.dtype).split(".")[-1] == str(tv.dtype).split(".")[-1], k
-        np.testing.assert_allclose(ev.detach().numpy(), tv.detach().numpy(), rtol=rtol,
-                                   atol=atol, err_msg=k)
+        e_np, t_np = ev.detach().numpy().copy(), tv.detach().numpy().copy()
+        if noise and k in noise:
+            np.testing.assert_allclose(e_np[noise[k]], t_np[noise[k]], rtol=0,
+                                       atol=noise_atol, err_msg=k)
+            e_np[noise[k]] = t_np[noise[k]]
+        np.testing.assert_allclose(e_np, t_np, rtol=rtol, atol=atol, err_msg=k)
+
+
+def key_bias_noise(model):
+    """`noise` for assert_state_close: the key third of every attention's qkv bias."""
+    return {k: slice(v.shape[0] // 3, 2 * v.shape[0] // 3)
+            for k, v in model.state_dict().items() if k.endswith("attn.qkv.bias")}
 
 
 def assert_losses_close(e_losses, t_losses, rtol):
@@ -209,7 +223,8 @@ def test_gpt_trains_like_torch():
     t_losses, e_losses = runs
     assert t_losses[-1] < t_losses[0]
     assert_losses_close(e_losses, t_losses, 1e-5)
-    assert_state_close(t_model, e_model, rtol=1e-4, atol=1e-5)
+    assert_state_close(t_model, e_model, rtol=1e-4, atol=1e-5, noise=key_bias_noise(t_model),
+                       noise_atol=3e-3 * len(batches))
     # greedy decoding after training picks the same tokens
     prompt = np.array([[1, 2, 3]])
     t_model.eval(), e_model.eval()
@@ -240,4 +255,5 @@ def test_gpt_train_step_with_scheduler_like_torch():
     (t_losses, t_lr), (e_losses, e_lr) = runs
     assert_losses_close(e_losses, t_losses, 1e-5)
     assert e_lr == pytest.approx(t_lr, rel=1e-12)
-    assert_state_close(t_model, e_model, rtol=1e-4, atol=1e-5)
+    assert_state_close(t_model, e_model, rtol=1e-4, atol=1e-5, noise=key_bias_noise(t_model),
+                       noise_atol=1e-2 * len(batches))

@@ -463,6 +463,17 @@ def int_arg(value, fname, name, pos, what="int"):
                     f"{type(value).__name__}")
 
 
+def tensor_args(fname, *named):
+    """torch's parser on tensor arguments: `named` is (name, position, value) triples; the
+    first value that is not a Tensor is torch's TypeError naming it (for ops whose internals
+    would raise AttributeError on a str or list). Two cheap tests per argument when fine;
+    anything with a dtype passes (a tracer's stand-in for a tensor)."""
+    for name, pos, value in named:
+        if not isinstance(value, Tensor) and not hasattr(value, "dtype"):
+            raise TypeError(f"{fname}(): argument '{name}' (position {pos}) must be Tensor, not "
+                            f"{type(value).__name__}")
+
+
 def _params(fn):
     try:
         return list(inspect.signature(fn).parameters.values())

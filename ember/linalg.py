@@ -13,7 +13,7 @@ import numpy as np
 from .core import dtype as D
 from .core import strides as S
 from .core.tensor import Tensor
-from .dispatch import int_arg, wrap, torch_name, not_implemented
+from .dispatch import int_arg, wrap, torch_name, not_implemented, tensor_args
 from .return_types import _make
 from .ops.registry import OpDef, EXTERN, FP32, LOWER_PRECISION, register
 from .ops import reduction as _reduction
@@ -314,6 +314,7 @@ def _svd_grad(gU, gS, gVh, U, S, Vh, full):
 
 def svd(A, full_matrices=True, *, driver=None, out=None):
     """A = U diag(S) Vh, singular values in descending order."""
+    tensor_args("linalg_svd", ("A", 1, A))
     _check_matrix("linalg.svd", A, square=False, kernel="linalg_svd_cpu")
     U, s, Vh = np.linalg.svd(A._data, full_matrices=full_matrices)
     Ut, St, Vht = wrap(U, A.dtype), wrap(s, A.dtype), wrap(Vh, A.dtype)
@@ -440,6 +441,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 def matrix_power(A, n, *, out=None):
     """A^n by repeated squaring (n < 0 uses the inverse), as a product of ember ops."""
+    tensor_args("matrix_power", ("input", 1, A))
     n = int_arg(n, "matrix_power", "n", 2)
     if A.dim() < 2:
         raise RuntimeError("linalg.matrix_power: The input tensor A must have at least 2 "
@@ -547,6 +549,9 @@ def _torch_svd(input, some=True, compute_uv=True, *, out=None):
 
 
 def _torch_cholesky(input, upper=False, *, out=None):
+    if isinstance(input, Tensor) and not (input.dtype.is_floating_point or
+                                          input.dtype.is_complex):
+        raise not_implemented("cholesky_cpu", input.dtype)   # (torch.cholesky: the kernel's)
     return cholesky(input, upper=upper, out=out)
 
 
@@ -555,6 +560,7 @@ def _torch_qr(input, some=True, *, out=None):
 
 
 def _pinverse(input, rcond=1e-15):
+    tensor_args("pinverse", ("input", 1, input))
     return pinv(input, rtol=rcond)
 
 

@@ -31,6 +31,7 @@ from ..core.tensor import Tensor
 from ..core.strides import wrap_dim as _wrap_dim
 from ..ops import registry as R
 from ..ops import batch_rules as _br
+from ..ops.reduce_common import ALL_DIMS
 from ._batched import (BatchedTensor, wrap, LEVELS, Level, active_levels,  # noqa: F401
                        level_sizes, to_physical, from_physical, make_batched)
 
@@ -374,7 +375,8 @@ def _derive(op, fn):
     params = sig.parameters
     if op.kind == R.REDUCTION and "dim" in params:
         d = params["dim"].default
-        if "keepdim" in params or (d is not inspect.Parameter.empty and d is not None):
+        if "keepdim" in params or (d is not inspect.Parameter.empty and d is not None
+                                   and d is not ALL_DIMS):
             return _dim_rule(sig, reduction=True)
         if d is inspect.Parameter.empty:
             return _dim_rule(sig, reduction=True)
@@ -485,7 +487,7 @@ def _dim_rule(sig, reduction):
                 d = sig.parameters[k].default
                 if d is inspect.Parameter.empty:
                     continue
-                if d is None or d == ():
+                if d is None or d == () or d is ALL_DIMS:
                     full = reduction and k == "dim"
                     continue
                 a[k] = d

@@ -298,6 +298,8 @@ def softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
     """``x - logsumexp(x)`` over `dim`, computed stably."""
+    if not hasattr(input, "log_softmax"):     # (torch's F calls input.log_softmax)
+        raise AttributeError(f"'{type(input).__name__}' object has no attribute 'log_softmax'")
     if dim is None:
         dim = _softmax_dim("log_softmax", input.dim(), _stacklevel)
     return _nn_ops.log_softmax(input, dim, dtype)

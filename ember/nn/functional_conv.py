@@ -11,6 +11,7 @@ import numpy as np
 
 from ..autograd.grad_mode import state as _state
 from ..core.dtype import float32 as _float32, float64 as _float64
+from ..core.tensor import Tensor
 from ..dispatch import wrap, with_mode_seam
 from ..ops.matmul import record_fn
 from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
@@ -89,7 +90,23 @@ def _add_bias(out, bias, nd):
     return out if bias is None else out + bias.reshape((-1,) + (1,) * nd)
 
 
+def _conv_tensors(name, input, weight, bias):
+    """torch's parser on a conv's tensor arguments: a non-tensor input or weight (or a bias
+    that is neither a tensor nor None) matches no overload: TypeError."""
+    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)
+            and (bias is None or isinstance(bias, Tensor))):
+        got = ", ".join(type(a).__name__
+                        for a in (input, weight, bias))
+        raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
+                        f"but expected one of: * (Tensor input, Tensor weight, Tensor bias = "
+                        f"None, tuple of ints stride = 1, tuple of ints padding = 0, tuple of "
+                        f"ints dilation = 1, int groups = 1) * (Tensor input, Tensor weight, "
+                        f"Tensor bias = None, tuple of ints stride = 1, str padding = \"valid\", "
+                        f"tuple of ints dilation = 1, int groups = 1)")
+
+
 def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
+    _conv_tensors(name, input, weight, bias)
     _check_conv(nd, name, input, weight, bias, groups)
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)

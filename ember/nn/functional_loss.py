@@ -18,7 +18,7 @@ from ..ops.pointwise import where
 from ..ops.pointwise_arith import maximum, minimum
 from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
 from ..core.dtype import torch_name as _torch_name
-from ..dispatch import not_implemented as _not_implemented
+from ..dispatch import not_implemented as _not_implemented, tensor_args as _tensor_args
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP, NO_FORWARD_AD as _NO_FORWARD_AD
 # cross_entropy and nll_loss are composite ops, defined once in ember/ops; the reduction
 # helpers the other losses share live with them
@@ -186,6 +186,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
                      reduce=None, reduction="mean"):
     """``exp(input) - target * input`` (log_input) or ``input - target * log(input + eps)``;
     `full` adds Stirling's approximation of ``log(target!)`` where target > 1."""
+    _tensor_args("poisson_nll_loss", ("input", 1, input), ("target", 2, target))
     reduction = _legacy_reduction(size_average, reduce, reduction)
     (input, target), dt = _up(input, target)
     if log_input:

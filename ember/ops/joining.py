@@ -142,6 +142,10 @@ def stack(tensors, dim=0, *, out=None):
 
 # ---- the *stack family -------------------------------------------------------------------
 def _tensor_list(tensors, name):
+    if not isinstance(tensors, (list, tuple)):      # torch's parser
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    _check_tensor_list(tensors)
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError(f"{name} expects a non-empty TensorList")

@@ -12,7 +12,7 @@ of inv / solve / cholesky when every matrix succeeded. LDL has no derivative (to
 import numpy as np
 
 from ..core import dtype as D
-from ..dispatch import wrap
+from ..dispatch import wrap, tensor_args
 from .registry import OpDef, EXTERN, COMPOSITE, FUNCTIONS as F, register
 from .matmul import finish, record_fn, _out
 from ..core.meta import MetaData, is_meta_array
@@ -106,6 +106,8 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None,
                  _name="torch.linalg.lu_factor_ex"):
     """(LU, pivots, info): the packed LU factorization with partial pivoting; info is the
     1-based index of the first zero pivot of each matrix (0 when nonsingular)."""
+    tensor_args("linalg_lu_factor" if _name == "torch.linalg.lu_factor" else
+                "linalg_lu_factor_ex", ("A", 1, A))
     _check_float("torch.linalg.lu_factor_ex", A, "lu_cpu", ints=True)
     if A.dim() < 2:
         raise RuntimeError("torch.linalg.lu_factor_ex: Expected tensor with 2 or more "
@@ -153,6 +155,7 @@ def _perm_matrix(piv, m, dtype):
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True, *, out=None):
     """(P, L, U) from lu_factor's packed form (L with a unit diagonal; L and U
     differentiable in LU_data)."""
+    tensor_args("lu_unpack", ("LU_data", 1, LU_data), ("LU_pivots", 2, LU_pivots))
     if LU_pivots.dtype is not D.int32:
         raise RuntimeError("torch.lu_unpack: LU_pivots is expected to be a contiguous tensor "
                            "of torch.int32 dtype. Note: this function is intended to be used "
@@ -223,6 +226,7 @@ def _permute_rows(B, piv, inverse):
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     """Solve A X = B (or X A = B with left=False; A^T instead of A with adjoint=True) from
     lu_factor's (LU, pivots); differentiable in LU and B."""
+    tensor_args("linalg_lu_solve", ("LU", 1, LU), ("pivots", 2, pivots), ("B", 3, B))
     _check_float("linalg.lu_solve", LU)
     if B.dim() < 2:
         raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
@@ -251,6 +255,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
 def inv_ex(A, *, check_errors=False, out=None):
     """(inverse, info): info the first zero pivot's 1-based index per matrix, 0 if
     invertible (the inverse of a singular matrix is LAPACK's inf/NaN, as in torch)."""
+    tensor_args("linalg_inv_ex", ("A", 1, A))
     _check_square("linalg.inv_ex", A)
     if is_meta_array(A._data):      # (no values: the inverse's metadata, info per matrix)
         return inv_ex_t(_linalg("inv")(A), wrap(_info_meta(A._data), D.int32))
@@ -317,6 +322,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): the Bunch-Kaufman factorization A = L D L^T of symmetric A (its
     lower triangle is read), in LAPACK's compact form, as torch returns it."""
+    tensor_args("linalg_ldl_factor_ex", ("input", 1, A))
     _check_square("torch.linalg.ldl_factor_ex", A)
 
     def one(mat):
@@ -342,6 +348,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
 
 def ldl_factor(A, *, hermitian=False, out=None):
     """(LD, pivots) of ldl_factor_ex."""
+    tensor_args("linalg_ldl_factor", ("input", 1, A))
     LD, piv, _ = ldl_factor_ex(A, hermitian=hermitian)
     return ldl_factor_t(LD, piv)
 

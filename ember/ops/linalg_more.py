@@ -13,7 +13,7 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core import strides as S
-from ..dispatch import wrap, torch_name, not_implemented
+from ..dispatch import wrap, torch_name, not_implemented, tensor_args
 from ..return_types import _make
 from .registry import OpDef, EXTERN, COMPOSITE, FP32, OPS, FUNCTIONS as F_, register
 from .matmul import finish, _out
@@ -201,6 +201,7 @@ def matrix_exp(A):
 def householder_product(A, tau, *, out=None):
     """The first n columns of H_1 ... H_k, H_i = I - tau_i v_i v_i^T with v_i the i-th column
     of A below the diagonal (and 1 on it): the Q of geqrf's (a, tau). Differentiable."""
+    tensor_args("linalg_householder_product", ("input", 1, A), ("tau", 2, tau))
     name = "torch.linalg.householder_product"
     _check_float(name, A)
     if A.dim() < 2:
@@ -233,6 +234,7 @@ def _householder_q(A, tau, cols):
 
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """Q @ other (or other @ Q; Q^T with transpose=True) for Q of geqrf's (input, tau)."""
+    tensor_args("ormqr", ("input", 1, input), ("input2", 2, tau), ("input3", 3, other))
     m = other.shape[-2] if left else other.shape[-1]
     if tau.shape[-1] != min(m, input.shape[-1]):
         raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape"
@@ -270,6 +272,7 @@ def geqrf(input, *, out=None):
 # ---- tensorinv, tensorsolve, cond ----------------------------------------------------------------
 def tensorinv(A, ind=2, *, out=None):
     """The inverse of A seen as a matrix prod(shape[:ind]) x prod(shape[ind:])."""
+    tensor_args("linalg_tensorinv", ("input", 1, A))
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     left, right = tuple(A.shape[:ind]), tuple(A.shape[ind:])
@@ -335,6 +338,7 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 
 def cholesky_inverse(L, upper=False, *, out=None):
     """The inverse of L L^T (U^T U with upper=True) from its Cholesky factor."""
+    tensor_args("cholesky_inverse", ("input", 1, L))
     if L.dim() < 2:
         raise RuntimeError("cholesky_inverse: The input tensor L must have at least 2 "
                            "dimensions.")

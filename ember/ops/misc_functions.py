@@ -12,7 +12,7 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import int_arg, wrap, torch_name
+from ..dispatch import int_arg, wrap, torch_name, tensor_args
 from ..return_types import _make
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, OPS, register
 from ..core.meta import MetaData
@@ -259,6 +259,7 @@ def vander(x, N=None, increasing=False):
 
 def linalg_vander(x, *, N=None):
     """torch.linalg.vander: increasing powers along the last dim, batched over the others."""
+    tensor_args("linalg_vander", ("x", 1, x))
     if x.dim() < 1:
         raise RuntimeError("linalg.vander: x must have at least one dimension")
     n = x.shape[-1] if N is None else int_arg(N, "linalg_vander", "N", 2)

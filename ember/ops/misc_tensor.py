@@ -11,8 +11,9 @@ a view, copy_, scatter_reduce), like torch's decompositions of them.
 import numpy as np
 
 from ..core import dtype as D
+from ..core import strides as S
 from ..core.tensor import Tensor
-from ..dispatch import wrap
+from ..dispatch import wrap, int_arg
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, register
 from ..core.meta import MetaData
 from . import meta_rules as M
@@ -41,11 +42,18 @@ def select_scatter(input, src, dim, index):
     tensor([[1., 1.],
             [0., 0.]])
     """
+    dim = int_arg(dim, "select_scatter", "dim", 3)
+    index = int_arg(index, "select_scatter", "index", 4)
     return _scatter_into(input, src, lambda t: t.select(dim, index))
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of `input` whose slice ``start:end:step`` along `dim` is `src`."""
+    dim = int_arg(dim, "slice_scatter", "dim", 3)
+    start, end = (None if v is None else int_arg(v, "slice_scatter", k, p)
+                  for v, k, p in ((start, "start", 4), (end, "end", 5)))
+    step = int_arg(step, "slice_scatter", "step", 6)
+
     def view(t):
         idx = [slice(None)] * t.dim()
         idx[dim] = slice(start, end, step)
@@ -119,15 +127,20 @@ def renorm(input, p, dim, maxnorm, *, out=None):
     tensor([[0.6000, 0.8000],
             [0.3000, 0.4000]])
     """
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"renorm: Expected a floating point or complex tensor as input. "
-                           f"Got {D.torch_name(input.dtype)}")
+    for v, name, pos in ((p, "p", 2), (maxnorm, "maxnorm", 4)):   # torch's parser first
+        if v is None or isinstance(v, (str, list, tuple)):
+            raise TypeError(f"renorm(): argument '{name}' (position {pos}) must be Number, "
+                            f"not {type(v).__name__}")
+    dim = int_arg(dim, "renorm", "dim", 3)
     if p <= 0:
         raise RuntimeError("renorm: non-positive-norm not supported")
     if input.dim() <= 1:
         raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
                            "dimensions")
-    d = dim % input.dim()
+    d = S.wrap_dim(dim, input.dim())
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"renorm: Expected a floating point or complex tensor as input. "
+                           f"Got {D.torch_name(input.dtype)}")
     others = tuple(k for k in range(input.dim()) if k != d)
     norm = F["norm"](input, p, others, True)
     scale = F["where"](norm > maxnorm, maxnorm / (norm + 1e-7), F["ones_like"](norm))
@@ -215,6 +228,7 @@ def typename(obj):
 
 def split_with_sizes(input, split_sizes, dim=0):
     """split(input, split_sizes, dim) for a list of sizes that must add up to the dim."""
+    dim = int_arg(dim, "split_with_sizes", "dim", 3)
     total = input.shape[dim]
     if sum(split_sizes) != total:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {total} "

@@ -18,7 +18,7 @@ import numpy as np
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from .. import dispatch
-from ..dispatch import wrap
+from ..dispatch import wrap, tensor_args
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from ..core.meta import MetaArray, MetaData
@@ -247,6 +247,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     """``nll_loss(log_softmax(input, class dim), target)`` for class-index targets, or
     ``-sum(target * log_softmax(input))`` for class-probability targets; `label_smoothing`
     mixes the targets with the uniform distribution."""
+    tensor_args("cross_entropy_loss", ("input", 1, input), ("target", 2, target))
     check_dtype(CROSS_ENTROPY, input)
     if state.autocast_enabled:    # CROSS_ENTROPY.amp: float32
         return dispatch.autocast_hook(CROSS_ENTROPY, cross_entropy, (), dict(locals()))

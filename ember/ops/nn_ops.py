@@ -23,7 +23,7 @@ import numpy as np
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import int_arg, wrap, run_meta
+from ..dispatch import int_arg, wrap, run_meta, tensor_args
 from ..core.meta import MetaData, MetaArray
 from ..autograd.grad_mode import state, call_mode, no_grad
 from ..autograd import graph
@@ -204,6 +204,7 @@ def softmax(input, dim, dtype=None):
 
 def log_softmax(input, dim, dtype=None):
     """``x - logsumexp(x)`` over `dim`, computed stably."""
+    tensor_args("log_softmax", ("input", 1, input))
     if dtype is None:
         check_dtype(LOG_SOFTMAX, input)
     if type(dim) is not int:
@@ -478,6 +479,7 @@ def _layer_norm_fast_ok(input, weight, bias, shape):
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """Normalise over the trailing `normalized_shape` dims; then ``* weight + bias``."""
+    tensor_args("layer_norm", ("input", 1, input))
     check_dtype(LAYER_NORM, input)
     if state.modes:
         return under_mode(LAYER_NORM, layer_norm, (input, normalized_shape, weight, bias, eps))
@@ -518,6 +520,8 @@ def _rms_norm_decomp(input, normalized_shape, weight=None, eps=None):
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``x / sqrt(mean(x**2) + eps) * weight`` over the trailing dims; eps defaults to the
     dtype's machine epsilon."""
+    tensor_args("rms_norm", ("input", 1, input), *(() if weight is None else
+                                                    (("weight", 3, weight),)))
     if state.modes:
         return under_mode(RMS_NORM, rms_norm, (input, normalized_shape, weight, eps))
     return _rms_norm_decomp(input, normalized_shape, weight, eps)
@@ -604,6 +608,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 
     >>> F.embedding(ember.tensor([0, 2]), ember.eye(3))
     """
+    tensor_args("embedding", ("weight", 1, weight), ("indices", 2, input))
     if state.modes:
         return under_mode(EMBEDDING, embedding, (input, weight, padding_idx, max_norm,
                                                  norm_type, scale_grad_by_freq, sparse))

@@ -26,6 +26,18 @@ from .view import strided_view
 LOWP = (D.float16, D.bfloat16)
 
 
+class _AllDims:
+    """The default `dim` of max/min/median/nanmedian: torch's overload without a dim (all
+    elements). An explicit ``dim=None`` is not that overload: torch's parser refuses it."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<all elements>"
+
+
+ALL_DIMS = _AllDims()
+
+
 def dims(dim, ndim):
     """`dim` (None, int, or a list/tuple of ints) as a tuple of wrapped dims, or None = all."""
     if dim is None:

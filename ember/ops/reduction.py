@@ -206,8 +206,8 @@ def sum_to_size(self, *size):
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
     shape = self._data.shape
-    if tuple(size) == shape:     # (the engine's common call: no checks before this)
-        return self
+    if tuple(size) == shape and builtins.all(type(s) is int for s in size):
+        return self              # (the engine's common call: no more checks than this)
     for k, s in enumerate(size):
         if type(s) is not int:   # torch's parser: TypeError (ValueError beyond int64)
             int_arg(s, "sum_to_size", "size", k + 1, "tuple of ints")
@@ -320,6 +320,12 @@ def _complex_var_std(name, input, dim, unbiased, keepdim, correction, with_mean)
 
 
 def _var_std(name, input, dim, unbiased, keepdim, correction, with_mean):
+    if isinstance(dim, (float, str)) or (isinstance(dim, (list, tuple)) and builtins.any(
+            isinstance(d, (float, str)) for d in dim)):     # torch's parser: no overload
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(dim).__name__}), but expected one of: * (Tensor input, tuple of "
+                        f"ints dim, bool unbiased = True, bool keepdim = False) * (Tensor input, "
+                        f"bool unbiased = True)")
     if input.dtype.is_complex:
         return _complex_var_std(name, input, dim, unbiased, keepdim, correction, with_mean)
     if not input.dtype.is_floating_point:

@@ -183,12 +183,14 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
     d = _wrap_dim(dim, input)
     _check_source("index_add_", input, d, idx, source)
     a = _as1(input._data)
-    _bounds(idx, a.shape[d], d)
+    if a.size:                   # (torch checks no index of an empty self)
+        _bounds(idx, a.shape[d], d)
     r = a.copy()
     src = _as1(source._data)
     if alpha != 1:
         src = src * alpha
-    _add_at(np.moveaxis(r, d, 0), idx, np.moveaxis(src.astype(r.dtype, copy=False), d, 0))
+    if a.size:
+        _add_at(np.moveaxis(r, d, 0), idx, np.moveaxis(src.astype(r.dtype, copy=False), d, 0))
     res = finish(_INDEX_ADD, (input, source), r.reshape(input._data.shape), input.dtype,
                  {"dim": d, "index": index, "alpha": alpha})
     return _out(res, out)
@@ -330,6 +332,11 @@ def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     `dim`; reduce='add'|'multiply' combines instead of overwriting."""
     if src is None:
         src = value
+    if not isinstance(src, (Tensor, int, float, bool, complex, np.generic)):  # the parser
+        raise TypeError(f"scatter() received an invalid combination of arguments - got "
+                        f"(Tensor, int, Tensor, {type(src).__name__}), but expected one of: "
+                        f"* (Tensor input, int dim, Tensor index, Tensor src) "
+                        f"* (Tensor input, int dim, Tensor index, Number value)")
     if reduce not in (None, "add", "multiply"):
         raise RuntimeError("reduce argument must be either add or multiply.")
     d, r, pos, v = _scatter_prep("scatter", input, dim, index, src)

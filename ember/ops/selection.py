@@ -20,6 +20,7 @@ from .registry import OPS
 from .registry import OpDef, REDUCTION, FP32, register
 from . import meta_rules as M
 from . import lowering_pointwise as _lw
+from .reduce_common import ALL_DIMS
 from .reduce_common import (dims as _dims, axis as _axis, restore, LOWP, selecting_op,
                             select_values, index_tensor, multi_output, grad_at, write_out,
                             take_along, picked_jvp, refuse_complex)
@@ -75,14 +76,20 @@ def _first_extreme(a, dt, d, largest):
 
 
 def _extreme(name, largest):
-    def fn(input, dim=None, keepdim=False, *, other=None, out=None):
+    def fn(input, dim=ALL_DIMS, keepdim=False, *, other=None, out=None):
         if other is not None or isinstance(dim, Tensor):
             from .pointwise_arith import maximum, minimum
             return (maximum if largest else minimum)(input, dim if other is None else other,
                                                      out=out)
+        if dim is None:        # (torch's parser: no overload takes dim=None)
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            f"(Tensor, NoneType), but expected one of: * (Tensor input, *, "
+                            f"Tensor out = None) * (Tensor input, Tensor other, *, Tensor out "
+                            f"= None) * (Tensor input, int dim, bool keepdim = False, *, "
+                            f"tuple of Tensors out = None)")
         a = input._data
         refuse_complex(name + "_all", input.dtype)
-        if dim is None:
+        if dim is ALL_DIMS:
             _need_dim(name, a)
             r = wrap(np.max(a) if largest else np.min(a), input.dtype)
             return write_out(out, _record(_MAX_ALL if largest else _MIN_ALL, input, r, {}))
@@ -265,14 +272,22 @@ def _median(name, input, dim, keepdim, out, ignore_nan):
     return write_out(out, rt(values, index_tensor(idx, d, keepdim, a.ndim)))
 
 
-def median(input, dim=None, keepdim=False, *, out=None):
+def _median_dim(name, dim):
+    """dim as _median takes it: None for all elements (the default); an explicit None is
+    torch's TypeError (no overload of median takes one)."""
+    if dim is None:
+        raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not NoneType")
+    return None if dim is ALL_DIMS else dim
+
+
+def median(input, dim=ALL_DIMS, keepdim=False, *, out=None):
     """The lower median (of all elements, or (values, indices) along `dim`); NaN if any."""
-    return _median("median", input, dim, keepdim, out, False)
+    return _median("median", input, _median_dim("median", dim), keepdim, out, False)
 
 
-def nanmedian(input, dim=None, keepdim=False, *, out=None):
+def nanmedian(input, dim=ALL_DIMS, keepdim=False, *, out=None):
     """Like `median`, ignoring NaN."""
-    return _median("nanmedian", input, dim, keepdim, out, True)
+    return _median("nanmedian", input, _median_dim("nanmedian", dim), keepdim, out, True)
 
 
 def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):

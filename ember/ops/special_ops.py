@@ -123,6 +123,7 @@ def polygamma(n, input, *, out=None):
     >>> ember.polygamma(1, ember.tensor([1.0]))       # pi^2 / 6
     tensor([1.6449])
     """
+    n = int_arg(n, "polygamma", "n", 1)
     return _polygamma_op(input, n=n, out=out)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..core import dtype as D
 from ..core.strides import wrap_dim
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, int_arg
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, COMPOSITE, register
@@ -266,12 +266,16 @@ def c2r(x, dims, sizes, norm, name):
 def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False,
             pin_memory=False):
     """The sample frequencies of an n-point FFT: [0, 1, ..., -2, -1] / (d * n)."""
+    n = int_arg(n, "fft_fftfreq", "n", 1)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     return _freq(np.fft.fftfreq(n, d), dtype, requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     """The sample frequencies of rfft's n//2 + 1 bins: [0, 1, ..., n//2] / (d * n)."""
+    n = int_arg(n, "fft_rfftfreq", "n", 1)
     return _freq(np.fft.rfftfreq(n, d), dtype, requires_grad)
 
 

@@ -16,13 +16,14 @@ import warnings
 import numpy as np
 
 from ..core import dtype as D
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, int_arg
 from .registry import OpDef, CREATION, COMPOSITE, register
 from . import spectral as _s
 
 
 # ---- windows ----------------------------------------------------------------------------------
 def _window(name, n, periodic, dtype, requires_grad, fn):
+    n = int_arg(n, name, "window_length", 1)
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     if not dt.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: {torch_name(dt)}")
@@ -201,6 +202,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
           normalized=False, onesided=None, length=None, return_complex=False):
     """The inverse of stft: overlap-add of the inverse FFTs of the frames, divided by the
     overlap-added squared window (which must not vanish)."""
+    n_fft = int_arg(n_fft, "istft", "n_fft", 2)
     if not input.dtype.is_complex:
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")

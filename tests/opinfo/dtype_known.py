@@ -36,18 +36,6 @@ KNOWN = {
         "result [('float32', (1, 2, 2, 2, 2))] != torch's [('int64', (1, 2, 2, 2, 2))]",
     ('bucketize', 'complex64'):
         'accepted: torch raised NotImplementedError: "searchsorted_out_cpu" not implemented for \'ComplexFloat\'',
-    ('cholesky', 'bool'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Bool\'',
-    ('cholesky', 'int16'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Short\'',
-    ('cholesky', 'int32'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Int\'',
-    ('cholesky', 'int64'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Long\'',
-    ('cholesky', 'int8'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Char\'',
-    ('cholesky', 'uint8'):
-        'ember raised RuntimeError, torch NotImplementedError: "cholesky_cpu" not implemented for \'Byte\'',
     ('complex', 'float16'):
         'spurious: ember raised TypeError: complex: ember has no complex32 (chalf) dtype',
     ('corrcoef', 'complex64'):

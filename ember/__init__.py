@@ -252,3 +252,9 @@ from . import export  # noqa: E402,F401  (ember.export: programs that run withou
 from . import jit  # noqa: E402,F401  (ember.jit: TorchScript's API over ember.export)
 from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E402
                                set_num_interop_threads, get_num_interop_threads)
+
+from . import sparse  # noqa: E402,F401  (ember.sparse: a minimal COO sparse tensor)
+from .sparse import sparse_coo_tensor, sparse_coo, strided  # noqa: E402,F401
+Tensor.to_sparse = Tensor.to_sparse_coo = sparse.to_sparse
+Tensor.is_sparse = False
+Tensor.layout = strided

@@ -32,7 +32,7 @@ LAYERS = [
     ("autograd engine / Function / functional / gradcheck", ("ember.autograd",)),
     ("amp, profiler, func, memory", ("ember.amp", "ember.profiler", "ember.func",
                                      "ember.memory")),
-    ("nn, optim, utils", ("ember.nn", "ember.optim", "ember.utils", "ember.library",
+    ("nn, optim, utils", ("ember.nn", "ember.optim", "ember.utils", "ember.library", "ember.sparse",
                           "ember.distributions", "ember.toplevel_forms",
                           "ember.toplevel_misc")),
     ("compiler, export, onnx, distributed, serialization",

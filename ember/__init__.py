@@ -255,6 +255,6 @@ from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E
 
 from . import sparse  # noqa: E402,F401  (ember.sparse: a minimal COO sparse tensor)
 from .sparse import sparse_coo_tensor, sparse_coo, strided  # noqa: E402,F401
+# ember.sparse sits above the ops, so Tensor gets its to_sparse here (is_sparse is
+# ops/tensor_glue's flag, layout core's property)
 Tensor.to_sparse = Tensor.to_sparse_coo = sparse.to_sparse
-Tensor.is_sparse = False
-Tensor.layout = strided

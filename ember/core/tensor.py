@@ -44,8 +44,8 @@ def _data_access(t, what):
         hook(t, what)
 
 
-class memory_format:
-    """How a copy lays out its dims: ``ember.contiguous_format``, ``ember.channels_last``..."""
+class _NamedConstant:
+    """A module-level constant that prints as ``ember.<name>`` (torch's memory formats, layouts)."""
     __slots__ = ("name",)
 
     def __init__(self, name):
@@ -53,6 +53,20 @@ class memory_format:
 
     def __repr__(self):
         return "ember." + self.name
+
+
+class memory_format(_NamedConstant):
+    """How a copy lays out its dims: ``ember.contiguous_format``, ``ember.channels_last``..."""
+    __slots__ = ()
+
+
+class layout(_NamedConstant):
+    """How a tensor stores its elements: ``ember.strided`` (dense) or ``ember.sparse_coo``."""
+    __slots__ = ()
+
+
+strided = layout("strided")
+sparse_coo = layout("sparse_coo")
 
 
 contiguous_format = memory_format("contiguous_format")
@@ -219,7 +233,7 @@ class Tensor:
 
     @property
     def layout(self):
-        return "strided"
+        return strided
 
     def is_floating_point(self):
         return self.dtype.is_floating_point

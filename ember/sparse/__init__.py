@@ -7,21 +7,8 @@ hot path is untouched; any Tensor method it lacks raises NotImplementedError nam
 """
 import numpy as np
 
+from ..core.tensor import sparse_coo, strided  # noqa: F401  (ember.sparse_coo, ember.strided)
 from ..ops import creation as _creation
-
-
-class _Layout:
-    __slots__ = ("name",)
-
-    def __init__(self, name):
-        self.name = name
-
-    def __repr__(self):
-        return "ember." + self.name
-
-
-sparse_coo = _Layout("sparse_coo")
-strided = _Layout("strided")
 
 
 def _tensor(x, dtype=None):

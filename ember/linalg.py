@@ -16,6 +16,7 @@ from .core.tensor import Tensor
 from .dispatch import int_arg, wrap, torch_name, not_implemented, tensor_args
 from .return_types import _make
 from .ops.registry import OpDef, EXTERN, FP32, LOWER_PRECISION, register
+from .autograd.derivative import Derivative
 from .ops import reduction as _reduction
 from .ops.linalg import finish, record_fn, linalg_cross, _out, diag_embed as _diag_embed
 from .ops.linalg import matmul  # noqa: F401  (torch.linalg.matmul)
@@ -159,8 +160,8 @@ def _det_grad(g, self, result):
     return g.unsqueeze(-1).unsqueeze(-1) * _cofactor(self)
 
 
-_DET = OpDef("linalg_det", EXTERN, node_name="LinalgDetBackward0",
-             grads={"self": _det_grad})
+_DET = Derivative("linalg_det", of="det", node_name="LinalgDetBackward0",
+                  grads={"self": _det_grad})
 
 
 def det(A, *, out=None):

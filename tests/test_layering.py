@@ -24,6 +24,7 @@ TOP = "ember"
 LAYERS = [
     ("core", ("ember.core", "ember.backends", "ember.cuda", "ember.version")),
     ("autograd state + recording", ("ember.autograd.grad_mode", "ember.autograd.graph",
+                                    "ember.autograd.derivative",
                                     "ember.autograd.graph_dot", "ember.autograd.views",
                                     "ember.autograd.anomaly")),
     ("dispatch", ("ember.dispatch",)),

@@ -7,9 +7,12 @@ def _as_tuple(x):
 
 
 def _flat_outputs(func, inputs):
+    """The differentiable outputs: floating or complex, and recorded (as torch's gradcheck,
+    an output that does not require grad, like an LU pivot or a histogram, is left out)."""
     from ..core.tensor import Tensor
     outs = _as_tuple(func(*inputs))
-    return [o for o in outs if isinstance(o, Tensor) and o.dtype._kind >= 2]
+    return [o for o in outs if isinstance(o, Tensor) and o.dtype._kind >= 2
+            and o._requires_grad]
 
 
 class GradcheckError(RuntimeError):

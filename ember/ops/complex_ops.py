@@ -27,6 +27,7 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, OPS, VIEW, POINTWISE, register, METHODS, FUNCTIONS
+from ..autograd.derivative import Derivative
 from .pointwise import defpw, _unary
 from . import batch_rules as _br
 from . import meta_rules as _M
@@ -45,12 +46,12 @@ def _part_view(op, self, arr, dtype):
 
 # the gradient of a part is a complex tensor: g where the part lives, 0 elsewhere. The real
 # gradient of `real` is made complex by the engine (it casts to the input's dtype).
-_REAL = OpDef("real", VIEW, grads={"self": lambda g: g}, holomorphic=False)
-_IMAG = OpDef("imag", VIEW, grads={"self": lambda g: g * 1j}, holomorphic=False)
-_VIEW_AS_REAL = OpDef("view_as_real", VIEW, holomorphic=False,
-                      grads={"self": lambda g: view_as_complex(g.contiguous())})
-_VIEW_AS_COMPLEX = OpDef("view_as_complex", VIEW, holomorphic=False,
-                         grads={"self": lambda g: view_as_real(g.resolve_conj())})
+_REAL = Derivative("real", grads={"self": lambda g: g}, holomorphic=False)
+_IMAG = Derivative("imag", grads={"self": lambda g: g * 1j}, holomorphic=False)
+_VIEW_AS_REAL = Derivative("view_as_real", holomorphic=False,
+                           grads={"self": lambda g: view_as_complex(g.contiguous())})
+_VIEW_AS_COMPLEX = Derivative("view_as_complex", holomorphic=False,
+                              grads={"self": lambda g: view_as_real(g.resolve_conj())})
 
 
 def real(input):
@@ -215,11 +216,11 @@ OPS["polar"].meta = _c_order_meta(OPS["polar"])
 
 # ---- the conjugate -------------------------------------------------------------------------
 # (gradients are conjugated physically: no conjugate bit ever reaches a .grad)
-_CONJ = OpDef("_conj_copy", POINTWISE, grads={"self": lambda g: g.conj_physical()},
-              holomorphic=False, node_name="ConjBackward0", function=False, method=False)
-_CONJ_PHYSICAL = OpDef("_conj_physical_copy", POINTWISE,
-                       grads={"self": lambda g: g.conj_physical()}, holomorphic=False,
-                       node_name="ConjPhysicalBackward0", function=False, method=False)
+_CONJ = Derivative("_conj_copy", grads={"self": lambda g: g.conj_physical()},
+                   holomorphic=False, node_name="ConjBackward0")
+_CONJ_PHYSICAL = Derivative("_conj_physical_copy",
+                            grads={"self": lambda g: g.conj_physical()}, holomorphic=False,
+                            node_name="ConjPhysicalBackward0")
 
 
 def _conj_of(op, input, mark):

@@ -17,6 +17,7 @@ from ..autograd.grad_mode import state
 from ..autograd import graph
 from . import batch_rules as _br
 from .registry import OPS
+from ..autograd.derivative import Derivative
 from .registry import (OpDef, COMPOSITE, POINTWISE, VIEW, LINEAR, register, register_each,
                        METHODS)
 
@@ -27,9 +28,9 @@ def _to_copy_grad(g, dtype):
     return g.to(dtype)
 
 
-_TO_COPY = OpDef("_to_copy", POINTWISE, attrs={"dtype": None},
-                 grads={"self": _to_copy_grad}, node_name="ToCopyBackward0")
-_CLONE = OpDef("clone", POINTWISE, grads={"self": lambda g: g})
+_TO_COPY = Derivative("_to_copy", of="to", attrs={"dtype": None},
+                      grads={"self": _to_copy_grad}, node_name="ToCopyBackward0")
+_CLONE = Derivative("clone", grads={"self": lambda g: g})
 
 
 def _record(op, args, out, attrs):
@@ -156,12 +157,12 @@ def contiguous(self, memory_format=contiguous_format):
 
 
 # ---- in-place writes ----
-_COPY = OpDef("copy_", POINTWISE, inputs=("self", "src"),
-              grads={"self": lambda g: g.mul(0), "src": lambda g: g},
-              node_name="CopyBackwards")
-_FILL = OpDef("fill_", POINTWISE, inputs=("self", "value"),
-              grads={"self": lambda g: g.mul(0), "value": lambda g: g.sum()},
-              node_name="FillBackward0")
+_COPY = Derivative("copy_", inputs=("self", "src"),
+                   grads={"self": lambda g: g.mul(0), "src": lambda g: g},
+                   node_name="CopyBackwards")
+_FILL = Derivative("fill_", inputs=("self", "value"),
+                   grads={"self": lambda g: g.mul(0), "value": lambda g: g.sum()},
+                   node_name="FillBackward0")
 
 
 def copy_(self, src, non_blocking=False):

@@ -16,14 +16,15 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, VIEW, METHODS, register
+from ..autograd.derivative import Derivative
 from . import batch_rules as _br
 from .view import apply_view, view_op, _view_scatter, strided_view, repoint
 from .view import _SELECT, _SLICE, _UNSQUEEZE, _ALIAS
 from .view_common import ints_first as _ints_first
 
-_INDEX = OpDef("index", VIEW, attrs={"shape": None, "view_fn": None},
-               grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
-               node_name="IndexBackward0")
+_INDEX = Derivative("index", of="__getitem__", attrs={"shape": None, "view_fn": None},
+                    grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
+                    node_name="IndexBackward0")
 
 
 def _convert(index):
@@ -177,11 +178,11 @@ def getitem(self, index):
     return out
 
 
-_INDEX_PUT = OpDef("index_put_", VIEW, inputs=("self", "values"),
-                   attrs={"view_fn": None},
-                   grads={"self": lambda g, view_fn: _zero_at(g, view_fn),
-                          "values": lambda g, view_fn: _gather_adv(g, view_fn)},
-                   node_name="IndexPutBackward0")
+_INDEX_PUT = Derivative("index_put_", inputs=("self", "values"),
+                        attrs={"view_fn": None},
+                        grads={"self": lambda g, view_fn: _zero_at(g, view_fn),
+                               "values": lambda g, view_fn: _gather_adv(g, view_fn)},
+                        node_name="IndexPutBackward0")
 
 
 def _zero_at(g, view_fn):

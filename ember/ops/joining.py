@@ -18,6 +18,7 @@ import builtins
 from ..core.meta import MetaData
 from . import meta_rules as M
 from .registry import OpDef, COMPOSITE, EXTERN, LINEAR, register, register_each, METHODS
+from ..autograd.derivative import Derivative
 from . import batch_rules as _br
 from .registry import OPS
 from .linalg import finish, _out
@@ -249,8 +250,8 @@ def dsplit(input, indices_or_sections):
 
 
 # ---- flip, roll, rot90 ---------------------------------------------------------------------
-_FLIP = OpDef("flip", EXTERN, attrs={"dims": ()},
-              grads={"self": lambda g, dims: flip(g, dims)})
+_FLIP = Derivative("flip", attrs={"dims": ()},
+                   grads={"self": lambda g, dims: flip(g, dims)})
 
 
 def flip(input, dims):
@@ -281,9 +282,9 @@ def flipud(input):
     return flip(input, (0,))
 
 
-_ROLL = OpDef("roll", EXTERN, attrs={"shifts": (), "dims": ()},
-              grads={"self": lambda g, shifts, dims: roll(g, tuple(-s for s in shifts),
-                                                          dims or None)})
+_ROLL = Derivative("roll", attrs={"shifts": (), "dims": ()},
+                   grads={"self": lambda g, shifts, dims: roll(g, tuple(-s for s in shifts),
+                                                               dims or None)})
 
 
 def roll(input, shifts, dims=None):
@@ -309,8 +310,8 @@ def roll(input, shifts, dims=None):
     return finish(_ROLL, (input,), r, input.dtype, {"shifts": shifts, "dims": dims})
 
 
-_ROT90 = OpDef("rot90", EXTERN, attrs={"k": 1, "dims": (0, 1)},
-               grads={"self": lambda g, k, dims: rot90(g, -k, dims)})
+_ROT90 = Derivative("rot90", attrs={"k": 1, "dims": (0, 1)},
+                    grads={"self": lambda g, k, dims: rot90(g, -k, dims)})
 
 
 def rot90(input, k=1, dims=(0, 1)):
@@ -337,8 +338,8 @@ def _repeat_grad(g, reps, shape):
     return g.reshape(inter).sum(tuple(range(0, 2 * len(reps), 2))).reshape(shape)
 
 
-_REPEAT = OpDef("repeat", EXTERN, attrs={"reps": (), "shape": ()},
-                grads={"self": lambda g, reps, shape: _repeat_grad(g, reps, shape)})
+_REPEAT = Derivative("repeat", attrs={"reps": (), "shape": ()},
+                     grads={"self": lambda g, reps, shape: _repeat_grad(g, reps, shape)})
 
 
 def repeat(self, *sizes):
@@ -450,10 +451,10 @@ def meshgrid(*tensors, indexing="ij"):
 
 
 # ---- tril, triu and their index lists ---------------------------------------------------------
-_TRIL = OpDef("tril", EXTERN, attrs={"diagonal": 0},
-              grads={"self": lambda g, diagonal: tril(g, diagonal)})
-_TRIU = OpDef("triu", EXTERN, attrs={"diagonal": 0},
-              grads={"self": lambda g, diagonal: triu(g, diagonal)})
+_TRIL = Derivative("tril", attrs={"diagonal": 0},
+                   grads={"self": lambda g, diagonal: tril(g, diagonal)})
+_TRIU = Derivative("triu", attrs={"diagonal": 0},
+                   grads={"self": lambda g, diagonal: triu(g, diagonal)})
 
 
 def _tri(op, np_fn, input, diagonal):

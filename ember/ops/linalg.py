@@ -16,6 +16,7 @@ from ..dispatch import int_arg, wrap, torch_name
 from . import meta_rules as M
 from .registry import (OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, LINEAR, MULTILINEAR,
                        register, register_each)
+from ..autograd.derivative import Derivative
 from .registry import OPS
 from .dtype_support import ALL, ALL_BUT_BOOL
 from . import batch_rules as _br
@@ -281,8 +282,8 @@ def trace(input):
 
 
 # ---- diag, diag_embed, diagflat ---------------------------------------------------------------
-_DIAG_EMBED = OpDef("diag_embed", EXTERN, attrs={"offset": 0, "dim1": -2, "dim2": -1},
-                    grads={"self": lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2)})
+_DIAG_EMBED = Derivative("diag_embed", attrs={"offset": 0, "dim1": -2, "dim2": -1},
+                         grads={"self": lambda g, offset, dim1, dim2: g.diagonal(offset, dim1, dim2)})
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
@@ -324,9 +325,9 @@ def diagflat(input, offset=0):
 
 
 # ---- cross, cdist -----------------------------------------------------------------------------
-_CROSS = OpDef("linalg_cross", EXTERN, inputs=("self", "other"), attrs={"dim": -1},
-               grads={"self": lambda g, other, dim: _cross(other, g, dim),
-                      "other": lambda g, self, dim: _cross(g, self, dim)})
+_CROSS = Derivative("linalg_cross", of="cross", inputs=("self", "other"), attrs={"dim": -1},
+                    grads={"self": lambda g, other, dim: _cross(other, g, dim),
+                           "other": lambda g, self, dim: _cross(g, self, dim)})
 
 
 def _cross(a, b, dim):

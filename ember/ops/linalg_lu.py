@@ -206,7 +206,8 @@ def lu(A, *, pivot=True, out=None):
     _check_pivot("linalg.lu", pivot)
     lu_, piv, _ = _getrf_any(A._data)
     P, L, U = lu_unpack(wrap(lu_, A.dtype), wrap(piv, D.int32))
-    record_fn("LinalgLuBackward0", (A,), (P, L, U), _lu_grad, (A, P, L, U))
+    record_fn("LinalgLuBackward0", (A,), (P, L, U), _lu_grad, (A, P, L, U),
+              nondifferentiable=(0,))
     return lu_t(P, L, U)
 
 

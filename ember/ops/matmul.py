@@ -21,6 +21,7 @@ from ..dispatch import wrap, torch_name, call_mode
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, LOWER_PRECISION, MULTILINEAR, register, register_each
+from ..autograd.derivative import Derivative
 from .dtype_support import ALL_BUT_BOOL
 from ..core.meta import MetaData
 from . import meta_rules as M
@@ -55,12 +56,13 @@ class FnNode(graph.Node):
 _NODE_CLASSES = {}
 
 
-def record_fn(name, inputs, outputs, fn, saved=()):
+def record_fn(name, inputs, outputs, fn, saved=(), nondifferentiable=()):
     """Attach one node named `name` to `outputs` (a tuple); returns `outputs`.
 
     `fn(grads, needs, *saved)` returns one gradient (or None) per input; `grads` holds one
     entry per output (None where nothing flowed). Tensors in `saved` that are outputs are
-    saved as outputs (no reference cycle); others as inputs."""
+    saved as outputs (no reference cycle); others as inputs. The outputs at the indices
+    `nondifferentiable` (lu's permutation matrix) get no node, as in torch."""
     if not state.enabled or not any(isinstance(t, Tensor) and t._requires_grad for t in inputs):
         return outputs
     cls = _NODE_CLASSES.get(name)
@@ -73,7 +75,7 @@ def record_fn(name, inputs, outputs, fn, saved=()):
     node._needs = tuple(e[0] is not None for e in edges)
     node._fn = fn
     for i, o in enumerate(outputs):
-        if o.dtype._kind >= 2:
+        if o.dtype._kind >= 2 and i not in nondifferentiable:
             o.grad_fn = node
             o._requires_grad = True
             o._output_nr = i
@@ -143,9 +145,9 @@ _MM_GRADS = {"self": _mm_self_grad, "other": _mm_other_grad}
 _MATMUL = OpDef("matmul", EXTERN, inputs=("self", "other"), grads=_MM_GRADS,
                 node_name="MmBackward0", amp=LOWER_PRECISION, jvp=MULTILINEAR,
                 onnx=_ox.matmul)
-_BMM = OpDef("bmm", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
-_MV = OpDef("mv", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
-_DOT = OpDef("dot", EXTERN, inputs=("self", "other"), grads=_MM_GRADS)
+_BMM = Derivative("bmm", inputs=("self", "other"), grads=_MM_GRADS)
+_MV = Derivative("mv", inputs=("self", "other"), grads=_MM_GRADS)
+_DOT = Derivative("dot", inputs=("self", "other"), grads=_MM_GRADS)
 
 
 def _product(op, input, other):
@@ -342,8 +344,8 @@ def _bmm_grad_b(g, a, name):
     return a.mT @ g
 
 
-_ADD_OPS = {n: OpDef(n, EXTERN, inputs=("self", "a", "b"), attrs={"beta": 1, "alpha": 1},
-                     grads=_add_prod_grads(n)) for n in ("addmm", "addmv", "addbmm", "baddbmm")}
+_ADD_OPS = {n: Derivative(n, inputs=("self", "a", "b"), attrs={"beta": 1, "alpha": 1},
+                          grads=_add_prod_grads(n)) for n in ("addmm", "addmv", "addbmm", "baddbmm")}
 
 
 def _add_product_dtype_error(name, input, a, b):

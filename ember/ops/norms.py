@@ -13,6 +13,7 @@ from ..dispatch import wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, REDUCTION, register
+from ..autograd.derivative import Derivative
 from ..core.meta import MetaData
 from . import meta_rules as M
 from .reduce_common import (dims as _dims, axis as _axis, restore, kernel_dtype, write_out,
@@ -42,9 +43,9 @@ def _vector_norm_grad(g, self, result, ord, dims, keepdim):
     return self * self.abs().pow(ord - 2) * scale
 
 
-_VECTOR_NORM = OpDef("linalg_vector_norm", REDUCTION,
-                     attrs={"ord": 2, "dims": None, "keepdim": False},
-                     grads={"self": _vector_norm_grad}, node_name="LinalgVectorNormBackward0")
+_VECTOR_NORM = Derivative("linalg_vector_norm", of="norm",
+                          attrs={"ord": 2, "dims": None, "keepdim": False},
+                          grads={"self": _vector_norm_grad}, node_name="LinalgVectorNormBackward0")
 
 
 def vector_norm(input, ord=2, dim=None, keepdim=False, *, dtype=None):
@@ -113,12 +114,12 @@ def _no_double_backward(g):
                        "(ember has no SVD derivative yet)")
 
 
-_NUC_UVH = OpDef("_nuc_uvh", REDUCTION, grads={"self": _no_double_backward},
-                 node_name="NucNormBackwardBackward0")
-_NUC = OpDef("nuclear_norm", REDUCTION, attrs={"dims": None, "keepdim": False},
-             grads={"self": lambda g, self, dims, keepdim:
-                    restore(g, self._data.shape, dims, keepdim) * _nuc_uvh(self, *dims)},
-             node_name="SumBackward1")
+_NUC_UVH = Derivative("_nuc_uvh", grads={"self": _no_double_backward},
+                      node_name="NucNormBackwardBackward0")
+_NUC = Derivative("nuclear_norm", attrs={"dims": None, "keepdim": False},
+                  grads={"self": lambda g, self, dims, keepdim:
+                         restore(g, self._data.shape, dims, keepdim) * _nuc_uvh(self, *dims)},
+                  node_name="SumBackward1")
 
 
 def matrix_norm(input, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):

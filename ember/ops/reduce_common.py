@@ -21,6 +21,7 @@ from ..dispatch import wrap
 from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
 from .registry import OpDef, REDUCTION, LINEAR
+from ..autograd.derivative import Derivative
 from .view import strided_view
 
 LOWP = (D.float16, D.bfloat16)
@@ -168,12 +169,12 @@ take_along = _seen_by_forward_ad("take_along", take_along)
 put_along = _seen_by_forward_ad("put_along", put_along)
 
 
-_TAKE = OpDef("_take_along", REDUCTION, attrs={"idx": None, "dim": 0, "shape": ()},
-              grads={"self": lambda g, idx, dim, shape: put_along(g, idx, dim, shape)},
-              node_name="GatherBackward0")
-_PUT = OpDef("_put_along", REDUCTION, attrs={"idx": None, "dim": 0},
-             grads={"self": lambda g, idx, dim: take_along(g, idx, dim)},
-             node_name="ScatterAddBackward0")
+_TAKE = Derivative("_take_along", attrs={"idx": None, "dim": 0, "shape": ()},
+                   grads={"self": lambda g, idx, dim, shape: put_along(g, idx, dim, shape)},
+                   node_name="GatherBackward0")
+_PUT = Derivative("_put_along", attrs={"idx": None, "dim": 0},
+                  grads={"self": lambda g, idx, dim: take_along(g, idx, dim)},
+                  node_name="ScatterAddBackward0")
 
 
 def flip(x, ds):
@@ -187,8 +188,8 @@ def flip(x, ds):
 
 
 flip = _seen_by_forward_ad("flip", flip)
-_FLIP = OpDef("_flip", REDUCTION, attrs={"dims": ()},
-              grads={"self": lambda g, dims: flip(g, dims)}, node_name="FlipBackward0")
+_FLIP = Derivative("_flip", attrs={"dims": ()},
+                   grads={"self": lambda g, dims: flip(g, dims)}, node_name="FlipBackward0")
 
 
 # ---- ops whose values are the input picked at saved indices ----
@@ -198,11 +199,12 @@ def _selected_grad(g, idx, dim, shape, keepdim):
     return put_along(g, idx, dim, shape)
 
 
-def selecting_op(name, node_name):
-    """OpDef for values = input at `idx` (kept-dim shaped) along `dim`; grad goes to idx."""
-    return OpDef(name, REDUCTION,
-                 attrs={"idx": None, "dim": 0, "shape": (), "keepdim": True},
-                 grads={"self": _selected_grad}, node_name=node_name)
+def selecting_op(name, node_name, of=None):
+    """The backward template of values = input at `idx` (kept-dim shaped) along `dim`:
+    the gradient goes to idx; `of` names the op when it differs from `name`."""
+    return Derivative(name, of=of,
+                      attrs={"idx": None, "dim": 0, "shape": (), "keepdim": True},
+                      grads={"self": _selected_grad}, node_name=node_name)
 
 
 def select_values(op, input, idx, dim, keepdim):

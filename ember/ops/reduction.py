@@ -16,6 +16,7 @@ from ..dispatch import int_arg, wrap, torch_name
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OPS
+from ..autograd.derivative import Derivative
 from .registry import OpDef, REDUCTION, FP32, LINEAR, register, register_each
 from . import meta_rules as M
 from . import batch_rules as _br
@@ -27,13 +28,13 @@ from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand
 INF = math.inf
 
 
-_SUM = OpDef("sum", REDUCTION, attrs={"shape": None, "dims": None, "keepdim": False},
-             grads={"self": lambda g, shape, dims, keepdim: _expand_grad(g, shape, dims,
-                                                                         keepdim)},
-             node_name="SumBackward0")
+_SUM = Derivative("sum", attrs={"shape": None, "dims": None, "keepdim": False},
+                  grads={"self": lambda g, shape, dims, keepdim: _expand_grad(g, shape, dims,
+                                                                              keepdim)},
+                  node_name="SumBackward0")
 _FAST_SUM = (D.float32, D.float64)
-_SUM_DIM = OpDef("sum_dim", REDUCTION, attrs=_SUM.attrs, grads=_SUM.grads,
-                 node_name="SumBackward1")
+_SUM_DIM = Derivative("sum_dim", of="sum", attrs=_SUM.attrs, grads=_SUM.grads,
+                      node_name="SumBackward1")
 
 
 def sum(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -59,8 +60,8 @@ def _nansum_grad(g, self, dims, keepdim):
     return _expand_grad(g, self._data.shape, dims, keepdim) * self.isnan().logical_not()
 
 
-_NANSUM = OpDef("nansum", REDUCTION, attrs={"dims": None, "keepdim": False},
-                grads={"self": _nansum_grad}, node_name="NansumBackward0")
+_NANSUM = Derivative("nansum", attrs={"dims": None, "keepdim": False},
+                     grads={"self": _nansum_grad}, node_name="NansumBackward0")
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -87,12 +88,12 @@ def _mean_dtype(input, dtype, name="mean"):
     return input.dtype
 
 
-_MEAN = OpDef("mean", REDUCTION, attrs={"shape": None, "dims": None, "keepdim": False, "n": 1},
-              grads={"self": lambda g, shape, dims, keepdim, n: _expand_grad(g / n, shape, dims,
-                                                                             keepdim)},
-              node_name="MeanBackward0")
-_MEAN_DIM = OpDef("mean_dim", REDUCTION, attrs=_MEAN.attrs, grads=_MEAN.grads,
-                  node_name="MeanBackward1")
+_MEAN = Derivative("mean", attrs={"shape": None, "dims": None, "keepdim": False, "n": 1},
+                   grads={"self": lambda g, shape, dims, keepdim, n: _expand_grad(g / n, shape, dims,
+                                                                                  keepdim)},
+                   node_name="MeanBackward0")
+_MEAN_DIM = Derivative("mean_dim", of="mean", attrs=_MEAN.attrs, grads=_MEAN.grads,
+                       node_name="MeanBackward1")
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -154,10 +155,10 @@ def _prod_grad(g, self, result, dim, keepdim):
     return g * prod_of_others(self, dim)
 
 
-_PROD = OpDef("prod", REDUCTION, attrs={"dim": None, "keepdim": False},
-              grads={"self": _prod_grad}, node_name="ProdBackward0")
-_PROD_DIM = OpDef("prod_dim", REDUCTION, attrs=_PROD.attrs, grads=_PROD.grads,
-                  node_name="ProdBackward1")
+_PROD = Derivative("prod", attrs={"dim": None, "keepdim": False},
+                   grads={"self": _prod_grad}, node_name="ProdBackward0")
+_PROD_DIM = Derivative("prod_dim", of="prod", attrs=_PROD.attrs, grads=_PROD.grads,
+                       node_name="ProdBackward1")
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
@@ -279,10 +280,10 @@ def _mean_grad_of(g, self, dims, keepdim):
     return _expand_grad(g / reduced_count(shape, dims), shape, dims, keepdim)
 
 
-_VAR = OpDef("var", REDUCTION, attrs={"dims": None, "keepdim": False, "dof": 1},
-             grads={"self": _var_grad_of}, node_name="VarBackward0")
-_STD = OpDef("std", REDUCTION, attrs=_VAR.attrs, grads={"self": _std_grad_of},
-             node_name="StdBackward0")
+_VAR = Derivative("var", attrs={"dims": None, "keepdim": False, "dof": 1},
+                  grads={"self": _var_grad_of}, node_name="VarBackward0")
+_STD = Derivative("std", attrs=_VAR.attrs, grads={"self": _std_grad_of},
+                  node_name="StdBackward0")
 
 
 def _pair_grad(first):
@@ -299,12 +300,12 @@ def _pair_grad(first):
     return formula
 
 
-_VAR_MEAN = multi_output(OpDef("var_mean", REDUCTION, attrs=_VAR.attrs,
-                               grads={"self": _pair_grad("var")},
-                               node_name="VarMeanBackward0"))
-_STD_MEAN = multi_output(OpDef("std_mean", REDUCTION, attrs=_VAR.attrs,
-                               grads={"self": _pair_grad("std")},
-                               node_name="StdMeanBackward0"))
+_VAR_MEAN = multi_output(Derivative("var_mean", attrs=_VAR.attrs,
+                                    grads={"self": _pair_grad("var")},
+                                    node_name="VarMeanBackward0"))
+_STD_MEAN = multi_output(Derivative("std_mean", attrs=_VAR.attrs,
+                                    grads={"self": _pair_grad("std")},
+                                    node_name="StdMeanBackward0"))
 
 
 def _complex_var_std(name, input, dim, unbiased, keepdim, correction, with_mean):
@@ -377,8 +378,8 @@ def _logsumexp_grad(g, self, result, dims, keepdim):
     return restore(g, shape, dims, keepdim) * (self - restore(result, shape, dims, keepdim)).exp()
 
 
-_LOGSUMEXP = OpDef("logsumexp", REDUCTION, attrs={"dims": None, "keepdim": False},
-                   grads={"self": _logsumexp_grad}, node_name="LogsumexpBackward0")
+_LOGSUMEXP = Derivative("logsumexp", attrs={"dims": None, "keepdim": False},
+                        grads={"self": _logsumexp_grad}, node_name="LogsumexpBackward0")
 
 
 def logsumexp(input, dim, keepdim=False, *, out=None):

@@ -9,6 +9,7 @@ installs it as `ember.<name>`, as the Tensor method and as the in-place `<name>_
 import inspect
 
 from ..dispatch import with_autocast, with_mode_seam
+from ..autograd.derivative import Derivative, derivatives_of
 from . import meta_rules as _meta_rules
 from . import dtype_support as _dtype_support
 
@@ -40,7 +41,7 @@ METHODS = {}        # Tensor method name -> callable
 BY_NAME = {}        # every function, method and overload name -> its OpDef (see `op_for`)
 
 
-class OpDef:
+class OpDef(Derivative):
     """One op's whole definition. See DESIGN.md ("The op registry") for each field's role.
 
     Fields, and who reads them:
@@ -52,7 +53,9 @@ class OpDef:
     - ``meta``: output shape/dtype from metadata alone (dispatch, tracing, device="meta");
     - ``grads``: {input name, or a tuple of input names for a joint formula: formula}. A
       formula's parameter names say what it reads (inputs, "result", attributes), which is
-      what the node saves; ``jvp``: forward-mode formula slot; ``batch``: vmap rule slot;
+      what the node saves (the derivative fields come from autograd's `Derivative`: an op
+      is its own default backward template; ``derivatives`` lists the templates its
+      function records); ``jvp``: forward-mode formula slot; ``batch``: vmap rule slot;
     - ``decomp``: the op written in other ember ops (required for COMPOSITE); ``fused``: an
       optional fast eager kernel, chosen by the op's choice function;
     - ``lower``: how the compiler emits the op (a C expression template for pointwise ops,
@@ -79,7 +82,11 @@ class OpDef:
                  overloads=(), node_name=None, method=True, function=True, inplace=False,
                  errstate=False, int_div_check=False, doc=None,
                  holomorphic=True, dtypes=None, dtype_kernel=None, dtypes_of="first"):
-        self.name = name
+        # the derivative fields (grads, saves, inputs, attrs, node_name...): an op is its
+        # own default backward template (ember/autograd/derivative.py)
+        super().__init__(name, grads=grads, inputs=inputs, attrs=attrs,
+                         node_name=node_name, holomorphic=holomorphic,
+                         scalars_as_tensors=scalars_as_tensors)
         self.kind = kind
         self.overloads = tuple(overloads)
         self.kernels = dict(kernels or {})   # backend name -> kernel(xp, *arrays, **attrs)
@@ -87,8 +94,6 @@ class OpDef:
             self.kernels["numpy"] = kernel
         self.ufunc = ufunc            # a NumPy ufunc equal to the kernel when no attrs are set
         self.meta = meta
-        self.inputs = tuple(inputs)   # names of the tensor inputs, in order
-        self.attrs = dict(attrs or {})  # non-tensor arguments with their defaults
         self.dtype_rule = dtype_rule
         self.decomp = decomp
         self.fused = fused
@@ -101,31 +106,18 @@ class OpDef:
         self.recompute = (kind in (POINTWISE, VIEW)) if recompute is None else recompute
         self.fresh_result = ((kind in (POINTWISE, REDUCTION, EXTERN)) if fresh_result is None
                              else fresh_result)
-        self.scalars_as_tensors = scalars_as_tensors
         self.method = method
         self.function = function
         self.inplace = inplace
         self.errstate = errstate      # silence NumPy's floating-point warnings in the kernel
         self.int_div_check = int_div_check
         self.doc = doc
-        self.holomorphic = holomorphic
         # the dtypes the cpu kernel implements for its first tensor argument (None: what
         # the code accepts), and the kernel's name in torch's error (ops/dtype_support.py)
         self.dtypes = None if dtypes is None else frozenset(dtypes)
         self.dtype_kernel = dtype_kernel
         self.dtypes_of = dtypes_of      # which argument's dtype picks the kernel
-        self.node_name = node_name or _camel(name) + "Backward0"
-        # grads: {input name or tuple of names: formula(grad, **needed)}; the formula's
-        # parameter names say what it reads: input names, "result" (the output) or attribute
-        # names. `saves` is derived from them.
-        self.grads = grads or {}
-        self.saves = {}
-        for inp, formula in self.grads.items():
-            params = list(inspect.signature(formula).parameters)[1:]
-            self.saves[inp] = tuple(params)
-        self.node_class = None
         self.fn = None
-        self._apply_plan = None      # built by autograd on first backward (graph.py)
 
     @property
     def kernel(self):
@@ -136,12 +128,14 @@ class OpDef:
     def kernel(self, fn):
         self.kernels["numpy"] = fn
 
+    @property
+    def derivatives(self):
+        """The backward templates this op's function records: the op itself when it has
+        formulas, and each `Derivative` that names it (``of=``), e.g. sum's SumBackward1."""
+        return ((self,) if self.grads else ()) + derivatives_of(self.name)
+
     def __repr__(self):
         return f"OpDef({self.name!r}, {self.kind})"
-
-
-def _camel(name):
-    return "".join(p[:1].upper() + p[1:] for p in name.strip("_").split("_"))
 
 
 def register(op, fn, *, names=None, method_names=None, inplace_fn=None):

@@ -16,6 +16,7 @@ from .. import return_types as RT
 from ..core.meta import MetaData
 from . import meta_rules as M
 from .registry import OPS
+from ..autograd.derivative import Derivative
 from .registry import OpDef, REDUCTION, LINEAR, register, register_each, METHODS
 from .reduce_common import (flip, kernel_dtype, selecting_op, select_values, index_tensor,
                             write_out, sum_dtype as _sum_dtype, picked_jvp)
@@ -44,9 +45,9 @@ def _rev_cumsum(t, d):
     return flip(cumsum(flip(t, (d,)), d), (d,))
 
 
-_CUMSUM = OpDef("cumsum", REDUCTION, attrs={"dim": 0},
-                grads={"self": lambda g, dim: g if g._data.ndim == 0 else _rev_cumsum(g, dim)},
-                node_name="CumsumBackward0")
+_CUMSUM = Derivative("cumsum", attrs={"dim": 0},
+                     grads={"self": lambda g, dim: g if g._data.ndim == 0 else _rev_cumsum(g, dim)},
+                     node_name="CumsumBackward0")
 
 
 def cumsum(input, dim, *, dtype=None, out=None):
@@ -72,8 +73,8 @@ def _cumprod_grad(g, self, result, dim):
     return (partial * gi).masked_fill(upper.logical_not(), 0).sum(-1).movedim(-1, dim)
 
 
-_CUMPROD = OpDef("cumprod", REDUCTION, attrs={"dim": 0}, grads={"self": _cumprod_grad},
-                 node_name="CumprodBackward0")
+_CUMPROD = Derivative("cumprod", attrs={"dim": 0}, grads={"self": _cumprod_grad},
+                      node_name="CumprodBackward0")
 
 
 def cumprod(input, dim, *, dtype=None, out=None):
@@ -145,8 +146,8 @@ def _logcumsumexp_grad(g, self, result, dim):
     return part(g > 0) - part(g < 0)
 
 
-_LOGCUMSUMEXP = OpDef("logcumsumexp", REDUCTION, attrs={"dim": 0},
-                      grads={"self": _logcumsumexp_grad}, node_name="LogcumsumexpBackward0")
+_LOGCUMSUMEXP = Derivative("logcumsumexp", attrs={"dim": 0},
+                           grads={"self": _logcumsumexp_grad}, node_name="LogcumsumexpBackward0")
 
 
 def logcumsumexp(input, dim, *, out=None):

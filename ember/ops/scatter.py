@@ -18,6 +18,7 @@ from ..autograd.grad_mode import state
 from ..autograd import graph
 from . import meta_rules as M
 from .registry import OpDef, EXTERN, LINEAR, register, register_each, METHODS
+from ..autograd.derivative import Derivative
 from . import batch_rules as _br
 from .registry import OPS
 from .matmul import finish, _out
@@ -84,9 +85,9 @@ def _index_vector(name, index, dtypes=INT_INDEX, msg=None, exc=RuntimeError):
     return index._data.reshape(-1).astype(np.int64)
 
 
-_INDEX_SELECT = OpDef("index_select", EXTERN, attrs={"shape": (), "dim": 0, "index": None},
-                      grads={"self": lambda g, shape, dim, index:
-                             index_add(_zeros(shape, g.dtype, g.device), dim, index, g)})
+_INDEX_SELECT = Derivative("index_select", attrs={"shape": (), "dim": 0, "index": None},
+                           grads={"self": lambda g, shape, dim, index:
+                                  index_add(_zeros(shape, g.dtype, g.device), dim, index, g)})
 
 
 def _index_select_meta(input, dim, index, *, out=None):
@@ -139,9 +140,9 @@ def _index_add_src_grad(g, dim, index, alpha):
     return r * alpha if alpha != 1 else r
 
 
-_INDEX_ADD = OpDef("index_add", EXTERN, inputs=("self", "source"),
-                   attrs={"dim": 0, "index": None, "alpha": 1},
-                   grads={"self": lambda g: g, "source": _index_add_src_grad})
+_INDEX_ADD = Derivative("index_add", inputs=("self", "source"),
+                        attrs={"dim": 0, "index": None, "alpha": 1},
+                        grads={"self": lambda g: g, "source": _index_add_src_grad})
 
 
 def _check_source(name, input, d, idx, source):
@@ -197,10 +198,10 @@ def index_add(input, dim, index, source, *, alpha=1, out=None):
 
 
 # ---- index_copy / index_fill ------------------------------------------------------------------
-_INDEX_COPY = OpDef("index_copy", EXTERN, inputs=("self", "source"),
-                    attrs={"dim": 0, "index": None},
-                    grads={"self": lambda g, dim, index: index_fill(g, dim, index, 0),
-                           "source": lambda g, dim, index: index_select(g, dim, index)})
+_INDEX_COPY = Derivative("index_copy", inputs=("self", "source"),
+                         attrs={"dim": 0, "index": None},
+                         grads={"self": lambda g, dim, index: index_fill(g, dim, index, 0),
+                                "source": lambda g, dim, index: index_select(g, dim, index)})
 
 
 def index_copy(input, dim, index, source):
@@ -219,10 +220,10 @@ def index_copy(input, dim, index, source):
                   {"dim": d, "index": index})
 
 
-_INDEX_FILL = OpDef("index_fill", EXTERN, inputs=("self", "value"),
-                    attrs={"dim": 0, "index": None},
-                    grads={"self": lambda g, dim, index: index_fill(g, dim, index, 0),
-                           "value": lambda g, dim, index: index_select(g, dim, index).sum()})
+_INDEX_FILL = Derivative("index_fill", inputs=("self", "value"),
+                         attrs={"dim": 0, "index": None},
+                         grads={"self": lambda g, dim, index: index_fill(g, dim, index, 0),
+                                "value": lambda g, dim, index: index_select(g, dim, index).sum()})
 
 
 def index_fill(input, dim, index, value):
@@ -248,8 +249,8 @@ def _gather_grad(g, shape, dim, index):
     return scatter_add(_zeros(shape, g.dtype, g.device), dim, index, g)
 
 
-_GATHER = OpDef("gather", EXTERN, attrs={"shape": (), "dim": 0, "index": None},
-                grads={"self": _gather_grad})
+_GATHER = Derivative("gather", attrs={"shape": (), "dim": 0, "index": None},
+                     grads={"self": _gather_grad})
 
 
 def _check_scatter_index(name, input, d, index, src=None):
@@ -305,12 +306,12 @@ def _src_grad_or_fail(g, dim, index, src_shape, reduce):
     return _scatter_src_grad(g, dim, index, src_shape)
 
 
-_SCATTER = OpDef("scatter", EXTERN, inputs=("self", "src"),
-                 attrs={"dim": 0, "index": None, "src_shape": (), "reduce": None},
-                 grads={"self": _scatter_self_grad, "src": _src_grad_or_fail})
-_SCATTER_ADD = OpDef("scatter_add", EXTERN, inputs=("self", "src"),
-                     attrs={"dim": 0, "index": None, "src_shape": ()},
-                     grads={"self": lambda g: g, "src": _scatter_src_grad})
+_SCATTER = Derivative("scatter", inputs=("self", "src"),
+                      attrs={"dim": 0, "index": None, "src_shape": (), "reduce": None},
+                      grads={"self": _scatter_self_grad, "src": _src_grad_or_fail})
+_SCATTER_ADD = Derivative("scatter_add", inputs=("self", "src"),
+                          attrs={"dim": 0, "index": None, "src_shape": ()},
+                          grads={"self": lambda g: g, "src": _scatter_src_grad})
 
 
 def _scatter_prep(name, input, dim, index, src):
@@ -413,10 +414,10 @@ def _sr_ties(self, src, result, dim, index, include_self):
 
 
 _SR_ARGS = ("self", "src", "result", "dim", "index", "reduce", "include_self")
-_SCATTER_REDUCE = OpDef("scatter_reduce", EXTERN, inputs=("self", "src"),
-                        attrs={"dim": 0, "index": None, "reduce": "sum", "include_self": True},
-                        grads={"self": _sr_self_grad, "src": _sr_src_grad},
-                        node_name="ScatterReduceBackward0")
+_SCATTER_REDUCE = Derivative("scatter_reduce", inputs=("self", "src"),
+                             attrs={"dim": 0, "index": None, "reduce": "sum", "include_self": True},
+                             grads={"self": _sr_self_grad, "src": _sr_src_grad},
+                             node_name="ScatterReduceBackward0")
 
 _IDENTITY = {"sum": 0, "mean": 0, "prod": 1}
 

@@ -14,6 +14,7 @@ from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from . import meta_rules as M
 from .registry import OPS
+from ..autograd.derivative import Derivative
 from .registry import OpDef, EXTERN, LINEAR, register, register_each, METHODS
 from .matmul import finish, _out
 from .scatter import gather, _wrap_dim, _zeros, _inplace
@@ -36,10 +37,10 @@ def _index_put_self_grad(g, indices, accumulate):
     return g if accumulate else index_put(g, indices, _zeros((), g.dtype))
 
 
-_INDEX_PUT = OpDef("index_put", EXTERN, inputs=("self", "values"),
-                   attrs={"indices": (), "accumulate": False},
-                   grads={"self": _index_put_self_grad,
-                          "values": lambda g, indices: g[tuple(indices)]})
+_INDEX_PUT = Derivative("index_put", inputs=("self", "values"),
+                        attrs={"indices": (), "accumulate": False},
+                        grads={"self": _index_put_self_grad,
+                               "values": lambda g, indices: g[tuple(indices)]})
 
 
 def index_put(input, indices, values, accumulate=False):
@@ -79,10 +80,10 @@ def _masked_source_grad(g, mask, src_shape):
     return cat([sel, _zeros((n - sel.numel(),), g.dtype)]).reshape(src_shape)
 
 
-_MASKED_SCATTER = OpDef("masked_scatter", EXTERN, inputs=("self", "source"),
-                        attrs={"mask": None, "src_shape": ()},
-                        grads={"self": lambda g, mask: g.masked_fill(mask, 0),
-                               "source": _masked_source_grad})
+_MASKED_SCATTER = Derivative("masked_scatter", inputs=("self", "source"),
+                             attrs={"mask": None, "src_shape": ()},
+                             grads={"self": lambda g, mask: g.masked_fill(mask, 0),
+                                    "source": _masked_source_grad})
 
 
 def masked_scatter(input, mask, source):
@@ -104,9 +105,9 @@ def masked_scatter(input, mask, source):
                   {"mask": mask, "src_shape": source._data.shape})
 
 
-_MASKED_SELECT = OpDef("masked_select", EXTERN, attrs={"mask": None, "shape": ()},
-                       grads={"self": lambda g, mask, shape:
-                              masked_scatter(_zeros(shape, g.dtype), mask, g)})
+_MASKED_SELECT = Derivative("masked_select", attrs={"mask": None, "shape": ()},
+                            grads={"self": lambda g, mask, shape:
+                                   masked_scatter(_zeros(shape, g.dtype), mask, g)})
 
 
 def masked_select(input, mask, *, out=None):
@@ -134,9 +135,9 @@ def _flat_index(name, input, index, exc_dtype=RuntimeError):
     return np.where(idx < 0, idx + n, idx)
 
 
-_TAKE = OpDef("take", EXTERN, attrs={"index": None, "shape": ()},
-              grads={"self": lambda g, index, shape:
-                     put(_zeros(shape, g.dtype), index, g, accumulate=True)})
+_TAKE = Derivative("take", attrs={"index": None, "shape": ()},
+                   grads={"self": lambda g, index, shape:
+                          put(_zeros(shape, g.dtype), index, g, accumulate=True)})
 
 
 def take(input, index):
@@ -150,10 +151,10 @@ def _put_self_grad(g, index, accumulate):
     return g if accumulate else put(g, index, _zeros(index.shape, g.dtype))
 
 
-_PUT = OpDef("put", EXTERN, inputs=("self", "source"),
-             attrs={"index": None, "accumulate": False, "src_shape": ()},
-             grads={"self": _put_self_grad,
-                    "source": lambda g, index, src_shape: take(g, index).reshape(src_shape)})
+_PUT = Derivative("put", inputs=("self", "source"),
+                  attrs={"index": None, "accumulate": False, "src_shape": ()},
+                  grads={"self": _put_self_grad,
+                         "source": lambda g, index, src_shape: take(g, index).reshape(src_shape)})
 
 
 def put(input, index, source, accumulate=False):

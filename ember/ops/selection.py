@@ -17,6 +17,7 @@ from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import return_types as RT
 from .registry import OPS
+from ..autograd.derivative import Derivative
 from .registry import OpDef, REDUCTION, FP32, register
 from . import meta_rules as M
 from . import lowering_pointwise as _lw
@@ -58,13 +59,13 @@ def _evenly(g, self, result):
 
 
 def _even_op(name, node_name):
-    return OpDef(name, REDUCTION, grads={"self": _evenly}, node_name=node_name)
+    return Derivative(name, grads={"self": _evenly}, node_name=node_name)
 
 
 # ---- max / min ----
 _MAX_ALL, _MIN_ALL = _even_op("max", "MaxBackward1"), _even_op("min", "MinBackward1")
-_MAX_DIM, _MIN_DIM = selecting_op("max_dim", "MaxBackward0"), selecting_op("min_dim",
-                                                                           "MinBackward0")
+_MAX_DIM = selecting_op("max_dim", "MaxBackward0", "max")
+_MIN_DIM = selecting_op("min_dim", "MinBackward0", "min")
 
 
 def _first_extreme(a, dt, d, largest):
@@ -118,10 +119,10 @@ def _amax_grad(g, self, result, dims, keepdim):
     return mask * (g / mask.sum(dims, keepdim=True))
 
 
-_AMAX = OpDef("amax", REDUCTION, attrs={"dims": None, "keepdim": False},
-              grads={"self": _amax_grad}, node_name="AmaxBackward0")
-_AMIN = OpDef("amin", REDUCTION, attrs=_AMAX.attrs, grads={"self": _amax_grad},
-              node_name="AminBackward0")
+_AMAX = Derivative("amax", attrs={"dims": None, "keepdim": False},
+                   grads={"self": _amax_grad}, node_name="AmaxBackward0")
+_AMIN = Derivative("amin", attrs=_AMAX.attrs, grads={"self": _amax_grad},
+                   node_name="AminBackward0")
 
 
 def _check_extent(name, a, dims):
@@ -163,8 +164,8 @@ def _aminmax_grad(gs, self, result, dims, keepdim):
     return total
 
 
-_AMINMAX = multi_output(OpDef("aminmax", REDUCTION, attrs=_AMAX.attrs,
-                              grads={"self": _aminmax_grad}, node_name="AminmaxBackward0"))
+_AMINMAX = multi_output(Derivative("aminmax", attrs=_AMAX.attrs,
+                                   grads={"self": _aminmax_grad}, node_name="AminmaxBackward0"))
 
 
 def aminmax(input, *, dim=None, keepdim=False, out=None):
@@ -237,8 +238,8 @@ def _kth_positions(a, dt, d, ignore_nan, k=None):
 
 _MEDIAN_ALL = _even_op("median", "MedianBackward0")
 _NANMEDIAN_ALL = _even_op("nanmedian", "NanmedianBackward0")
-_MEDIAN_DIM = selecting_op("median_dim", "MedianBackward1")
-_NANMEDIAN_DIM = selecting_op("nanmedian_dim", "NanmedianBackward1")
+_MEDIAN_DIM = selecting_op("median_dim", "MedianBackward1", "median")
+_NANMEDIAN_DIM = selecting_op("nanmedian_dim", "NanmedianBackward1", "nanmedian")
 _KTHVALUE = selecting_op("kthvalue", "KthvalueBackward0")
 _MODE = selecting_op("mode", "ModeBackward0")
 

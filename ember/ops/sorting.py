@@ -19,6 +19,7 @@ from ..autograd import graph
 from .. import return_types as RT
 from . import meta_rules as M
 from .registry import OpDef, REDUCTION, OPS, register, register_each
+from ..autograd.derivative import Derivative
 from .reduce_common import (LOWP, selecting_op, select_values, index_tensor, write_out,
                             picked_jvp, refuse_complex)
 
@@ -36,7 +37,7 @@ def _argsort(a, dt, d, descending):
 
 
 _SORT = selecting_op("sort", "SortBackward0")
-_SORT_STABLE = selecting_op("sort_stable", "SortBackward1")
+_SORT_STABLE = selecting_op("sort_stable", "SortBackward1", "sort")
 _TOPK = selecting_op("topk", "TopkBackward0")
 
 
@@ -84,13 +85,13 @@ def _no_derivative(name):
     return formula
 
 
-_UNIQUE = OpDef("_unique2", REDUCTION, grads={"self": _no_derivative("_unique2")},
-                node_name="Unique2Backward0")
-_UNIQUE_DIM = OpDef("unique_dim", REDUCTION, grads={"self": _no_derivative("unique_dim")},
-                    node_name="UniqueDimBackward0")
-_UNIQUE_CONSEC = OpDef("unique_consecutive", REDUCTION,
-                       grads={"self": _no_derivative("unique_consecutive")},
-                       node_name="UniqueConsecutiveBackward0")
+_UNIQUE = Derivative("_unique2", of="unique", grads={"self": _no_derivative("_unique2")},
+                     node_name="Unique2Backward0")
+_UNIQUE_DIM = Derivative("unique_dim", of="unique", grads={"self": _no_derivative("unique_dim")},
+                         node_name="UniqueDimBackward0")
+_UNIQUE_CONSEC = Derivative("unique_consecutive",
+                            grads={"self": _no_derivative("unique_consecutive")},
+                            node_name="UniqueConsecutiveBackward0")
 
 
 def _unique_result(op, input, values, inverse, counts, return_inverse, return_counts):

@@ -15,6 +15,7 @@ from ..core import strides as S
 from ..core.strides import strided_view, storage_positions as _storage_positions  # noqa: F401
 from ..core.tensor import Tensor, make_view
 from .registry import OpDef, VIEW, register, METHODS, OPS
+from ..autograd.derivative import Derivative
 from . import batch_rules as _br
 # the view machinery, re-exported: code imports these names from here
 from .view_common import (_view_scatter, _GATHER, reshape_op, _permutation,  # noqa: F401
@@ -172,8 +173,8 @@ _TRANSPOSE = view_op("transpose")
 _T = view_op("t")
 _SQUEEZE = reshape_op("squeeze")
 _UNSQUEEZE = reshape_op("unsqueeze")
-_EXPAND = OpDef("expand", VIEW, attrs={"shape": None, "view_fn": None},
-                grads={"self": lambda g, shape: g.sum_to_size(shape)})
+_EXPAND = Derivative("expand", attrs={"shape": None, "view_fn": None},
+                     grads={"self": lambda g, shape: g.sum_to_size(shape)})
 _SELECT = view_op("select")
 _SLICE = view_op("slice")
 _DIAGONAL = view_op("diagonal")

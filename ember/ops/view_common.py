@@ -18,6 +18,7 @@ from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
 from ..autograd import views as _autograd_views
 from .registry import OpDef, VIEW, LINEAR
+from ..autograd.derivative import Derivative
 
 
 def _index_map(shape, view_fn):
@@ -82,12 +83,12 @@ def _gather_impl(g, view_fn):
 
 # forward mode (autograd/forward_rules.py): both are linear in g
 _view_scatter_impl.jvp = _gather_impl.jvp = LINEAR
-_SCATTER = OpDef("_view_scatter", VIEW, attrs={"shape": None, "view_fn": None},
-                 grads={"self": lambda g, view_fn: _gather(g, view_fn)},
-                 node_name="ViewScatterBackward0")
-_GATHER = OpDef("_view_gather", VIEW, attrs={"shape": None, "view_fn": None},
-                grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
-                node_name="AsStridedBackward0")
+_SCATTER = Derivative("_view_scatter", attrs={"shape": None, "view_fn": None},
+                      grads={"self": lambda g, view_fn: _gather(g, view_fn)},
+                      node_name="ViewScatterBackward0")
+_GATHER = Derivative("_view_gather", attrs={"shape": None, "view_fn": None},
+                     grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
+                     node_name="AsStridedBackward0")
 # recording rebases views with these two (autograd/views.py sits below the ops, names none)
 _autograd_views.gather_op = _GATHER
 _autograd_views.view_scatter = _view_scatter
@@ -111,8 +112,8 @@ def _grad_of_disjoint_view(g, shape, view_fn):
 def reshape_op(name, node_name=None):
     """A view that only regroups dims (view, squeeze, unsqueeze, alias): its gradient is
     `g` reshaped back to the input's shape, a view whenever `g` allows it."""
-    return OpDef(name, VIEW, attrs={"shape": None, "view_fn": None},
-                 grads={"self": lambda g, shape: g.reshape(shape)}, node_name=node_name)
+    return Derivative(name, attrs={"shape": None, "view_fn": None},
+                      grads={"self": lambda g, shape: g.reshape(shape)}, node_name=node_name)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -130,9 +131,9 @@ def _permutation(dims):
 def view_op(name, node_name=None, disjoint=True):
     """Declare a view op; returns its OpDef for `apply_view`. `disjoint=False` marks views
     whose elements may alias each other (expand, unfold, as_strided): their gradient sums."""
-    return OpDef(name, VIEW, attrs={"shape": None, "view_fn": None},
-                 grads={"self": _grad_of_disjoint_view if disjoint else _grad_of_view},
-                 node_name=node_name)
+    return Derivative(name, attrs={"shape": None, "view_fn": None},
+                      grads={"self": _grad_of_disjoint_view if disjoint else _grad_of_view},
+                      node_name=node_name)
 
 
 def apply_view(op, self, view_fn):

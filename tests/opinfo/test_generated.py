@@ -1,8 +1,10 @@
 """Tests generated from the op registry: for every registered op with samples (samples.py),
 (a) values, shapes, dtypes (and strides where PyTorch's are deterministic) against torch on
 the same inputs, called by the op's public name on both sides; (b) gradcheck in float64 and
-the gradients equal to torch's, for ops with derivative formulas (op.grads); (c) the op under
-ember.compile gives what eager gives.
+the gradients equal to torch's, for every sample whose result torch can differentiate (and
+where torch cannot, ember's result must not require grad either); (c) the op under
+ember.compile gives what eager gives, and so do the gradients through it for ops with
+backward templates (OpDef.derivatives).
 
 Known mismatches live in KNOWN_FAILURES, as strict xfails: a fix turns them into failures,
 so the table only shrinks. A sample that torch rejects checks that ember raises alike.
@@ -34,6 +36,20 @@ BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")   # the C backend: EMBER
 KNOWN_FAILURES = {
     ("values", "rand_like", 0): "the result is contiguous; torch keeps a dense input's "
                                 "strides (preserve_format) -- ops/random.py",
+    ("grad", "quantile"): "ember's quantile is not differentiable in a tensor q",
+    ("grad", "linalg_lu_factor"): "ember has no derivative of lu_factor for non-square "
+                                  "matrices (NotImplementedError); torch has one",
+    ("grad", "ldexp", 3): "torch's LdexpBackward computes 2 ** other in integer arithmetic "
+                          "(0 for a negative exponent); ember's is the true derivative "
+                          "(gradcheck holds)",
+    ("grad", "as_strided_scatter"): "torch's gradient for `input` is wrong (torch's own "
+                                    "gradcheck fails on it); ember's passes gradcheck",
+    ("grad", "linalg_cholesky_ex", 2): "a failed factorization (info > 0) records no node "
+                                       "in ember; torch's result requires grad",
+    ("grad", "linalg_inv_ex", 2): "a singular input (info > 0) records no node in ember; "
+                                  "torch's result requires grad",
+    ("grad", "linalg_solve_ex", 2): "a singular input (info > 0) records no node in ember; "
+                                    "torch's result requires grad",
 }
 
 # ops the compiled-vs-eager test leaves out, and why
@@ -57,7 +73,11 @@ STRIDED = {"contiguous", "clone", "zeros_like", "ones_like", "full_like", "empty
 NAMES = sorted(n for n in OPS if samples_for(n))
 # a random op's gradient (the implicit one of _standard_gamma) cannot be gradchecked: each
 # call draws anew; tests/distributions checks it against torch's
-GRAD_NAMES = [n for n in NAMES if OPS[n].grads and OPS[n].kind != RANDOM]
+# torch decides which samples are differentiable: composites (losses, views built on others)
+# are gradchecked as well as the ops with their own formulas
+GRAD_NAMES = [n for n in NAMES if OPS[n].kind != RANDOM]
+# the compiled backward: ops that record backward templates of their own
+COMPILE_GRAD_NAMES = [n for n in GRAD_NAMES if OPS[n].derivatives]
 COMPILE_NAMES = [n for n in NAMES if n not in COMPILE_SKIPS]
 COMPILED_SAMPLES = 2   # per op: tracing dominates the cost of these tests
 TOL = {torch.float32: (1.3e-6, 1e-5), torch.float64: (1e-7, 1e-7),
@@ -205,8 +225,13 @@ SAMPLE_FAILURES = sorted(k for k in KNOWN_FAILURES if len(k) == 3)
                  id=f"{k[0]}-{k[1]}-{k[2]}") for k in SAMPLE_FAILURES])
 def test_known_failing_sample(check, name, i):
     """The samples listed one by one in KNOWN_FAILURES still fail (else: remove the row)."""
+    s = samples_for(name)[i]
+    if check == "grad":
+        arrs = realized(name, i, s, float64=True, leaf_layouts=False)
+        assert _check_gradients(name, i, s, arrs, arrays_in(arrs))
+        return
     assert check == "values"
-    check_values(name, i, samples_for(name)[i])
+    check_values(name, i, s)
 
 
 def _float_outputs(r, lib):
@@ -226,52 +251,107 @@ def _as_real(r, lib):
     return r
 
 
+GRADCHECK_SIZE = 30     # differentiable input elements: finite differences cost one call each
+
+
 @pytest.mark.parametrize("name", params("grad", GRAD_NAMES))
 def test_gradcheck(name):
-    checked = 0
+    """gradcheck, and the gradients equal to torch's, on up to 4 of the op's samples that
+    torch differentiates (the small ones; the smallest other one when none is small)."""
+    checked, big = 0, []
     for i, s in enumerate(samples_for(name)):
-        if not s.grad:
+        if not s.grad or ("grad", name, i) in KNOWN_FAILURES:
             continue
         arrs = realized(name, i, s, float64=True, leaf_layouts=False)
         leaves = arrays_in(arrs)
         diff = [a for a in leaves if a.grad and a.base.dtype.kind == "f"]
-        if not diff or sum(a.base.size for a in diff) > 30:
+        if not diff:
             continue
-        t_in = [make_tensor(a, torch, requires_grad=True) for a in leaves]
-        tk, tr = outcome(lambda: _as_real(run(name, s, arrs, torch, tensors=t_in), torch))
-        t_outs = _float_outputs(tr, torch) if tk == "ok" else []
-        if not t_outs:
+        size = sum(a.base.size for a in diff)
+        if size > GRADCHECK_SIZE:
+            big.append((size, i, s, arrs, leaves))
             continue
-        e_in = [make_tensor(a, ember, requires_grad=True) for a in leaves]
-
-        def fn(*ts):
-            return _as_real(run(name, s, arrs, ember, tensors=ts), ember)
-        where = f"{name} sample {i}: {s}"
-        assert ember.autograd.gradcheck(fn, tuple(e_in)), where
-        # the gradients themselves equal torch's, for one random output gradient
-        rng = np.random.default_rng(i)
-        gos = [rng.standard_normal(tuple(o.shape)) for o in t_outs]
-        e_outs = _float_outputs(fn(*e_in), ember)
-        t_req = [t for t in t_in if t.requires_grad]
-        e_req = [t for t in e_in if t.requires_grad]
-        tk, tg = outcome(lambda: torch.autograd.grad(
-            t_outs, t_req, [torch.from_numpy(g) for g in gos], allow_unused=True))
-        if tk == "raise":       # torch has no derivative (floor_divide): gradcheck only
-            checked += 1
-            continue
-        eg = ember.autograd.grad(e_outs, e_req, [ember.from_numpy(g.copy()) for g in gos],
-                                 allow_unused=True)
-        for k, (a, b) in enumerate(zip(eg, tg)):
-            if b is None:
-                assert a is None or not a.detach().numpy().any(), f"{where}: grad {k}"
-            else:
-                assert a is not None, f"{where}: grad {k} is None, torch's is not"
-                torch.testing.assert_close(to_torch(a), b, rtol=1e-6, atol=1e-9,
-                                           msg=lambda m: f"{where}: grad {k}: {m}")
-        checked += 1
+        checked += _check_gradients(name, i, s, arrs, leaves)
         if checked == 4:
-            break
-    assert checked, f"{name}: no sample fit gradcheck"
+            return
+    if not checked and big:
+        checked += _check_gradients(name, *min(big, key=lambda b: b[0])[1:])
+    assert checked or not OPS[name].grads, f"{name}: no sample has a differentiable result"
+
+
+# ops defined on symmetric (Hermitian) matrices read one triangle: finite differences must
+# move both triangles, so their input is symmetrised first (as torch's OpInfo does)
+HERMITIAN_INPUT = {"cholesky", "linalg_cholesky", "linalg_cholesky_ex", "linalg_eigh",
+                   "linalg_eigvalsh"}
+# ops whose gradient torch defines by a convention that finite differences do not
+# reproduce; their gradients are still compared with torch's
+NO_GRADCHECK = {"ctc_loss": "torch's ctc_loss gradient assumes the log-probabilities are "
+                            "normalised (log_softmax outputs); gradcheck perturbs them freely"}
+
+
+def _numel(r):
+    r = r if isinstance(r, (tuple, list)) else (r,)
+    return sum(o.numel() for o in r if isinstance(o, torch.Tensor))
+
+
+def _check_gradients(name, i, s, arrs, leaves):
+    """1 when sample i was checked; 0 when torch's result is not differentiable (then
+    ember's must not require grad either)."""
+    def f(lib, ts):
+        if name in HERMITIAN_INPUT:
+            ts = ((ts[0] + ts[0].mT) / 2,) + tuple(ts[1:])
+        r = run(name, s, arrs, lib, tensors=ts)
+        return _as_real(r if s.post is None else s.post(r), lib)
+
+    t_in = [make_tensor(a, torch, requires_grad=True) for a in leaves]
+    tk, tr = outcome(lambda: f(torch, t_in))
+    t_outs = _float_outputs(tr, torch) if tk == "ok" else []
+    e_in = [make_tensor(a, ember, requires_grad=True) for a in leaves]
+
+    def fn(*ts):
+        return f(ember, ts)
+    where = f"{name} sample {i}: {s}"
+    if not t_outs:
+        if tk == "ok" and _numel(tr) and all(a.base.size for a in leaves):
+            # torch cannot differentiate it: neither may ember (torch's shortcuts for
+            # empty inputs aside)
+            ek, er = outcome(lambda: fn(*e_in))
+            assert ek != "ok" or not _float_outputs(er, ember), \
+                f"{where}: ember's result requires grad, torch's does not"
+        return 0
+    # the gradients equal torch's, for one random output gradient
+    rng = np.random.default_rng(i)
+    gos = [rng.standard_normal(tuple(o.shape)) for o in t_outs]
+    t_req = [t for t in t_in if t.requires_grad]
+    tk, tg = outcome(lambda: torch.autograd.grad(
+        t_outs, t_req, [torch.from_numpy(g) for g in gos], allow_unused=True))
+    e_outs = _float_outputs(fn(*e_in), ember)
+    e_req = [t for t in e_in if t.requires_grad]
+
+    def ember_grads():
+        return ember.autograd.grad(e_outs, e_req, [ember.from_numpy(g.copy()) for g in gos],
+                                   allow_unused=True)
+    finite = all(bool(torch.isfinite(o).all()) for o in t_outs)
+    if tk == "raise":
+        # torch has no derivative here: ember refuses alike (qr's complete mode on a tall
+        # matrix), or its gradient is a true one (floor_divide's zeros)
+        ek, eg = outcome(ember_grads)
+        if ek == "raise":
+            assert type(eg) is type(tg), f"{where}: ember raised {eg!r}, torch {tg!r}"
+        else:
+            assert ember.autograd.gradcheck(fn, tuple(e_in)), where
+        return 1
+    if finite and name not in NO_GRADCHECK:     # (NaN results: NaN Jacobians never match)
+        assert ember.autograd.gradcheck(fn, tuple(e_in)), where
+    eg = ember_grads()
+    for k, (a, b) in enumerate(zip(eg, tg)):
+        if b is None or a is None and not b.any():
+            assert a is None or not a.detach().numpy().any(), f"{where}: grad {k}"
+        else:
+            assert a is not None, f"{where}: grad {k} is None, torch's is not"
+            torch.testing.assert_close(to_torch(a), b, rtol=1e-6, atol=1e-9, equal_nan=True,
+                                       msg=lambda m: f"{where}: grad {k}: {m}")
+    return 1
 
 
 @pytest.mark.parametrize("name", params("compile", COMPILE_NAMES))
@@ -306,7 +386,7 @@ def test_compiled(name):
     assert ran, f"{name}: no sample ran eagerly"
 
 
-@pytest.mark.parametrize("name", params("compile_grad", GRAD_NAMES))
+@pytest.mark.parametrize("name", params("compile_grad", COMPILE_GRAD_NAMES))
 def test_compiled_backward(name):
     """The gradients through the compiled op (the captured backward) equal eager's."""
     for i, s in enumerate(samples_for(name)):
@@ -333,4 +413,6 @@ def test_compiled_backward(name):
             got = grads(cf)
             same(got, as_torch(expected), s, False, f"{name} sample {i} call {call_no}: {s}")
         return
-    pytest.fail(f"{name}: no sample has a differentiable result")
+    # an op that records its backward only through shared templates may have no
+    # differentiable sample (imag of real samples); one with its own formulas must
+    assert not OPS[name].grads, f"{name}: no sample has a differentiable result"

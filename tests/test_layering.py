@@ -26,7 +26,7 @@ LAYERS = [
     ("autograd state + recording", ("ember.autograd.grad_mode", "ember.autograd.graph",
                                     "ember.autograd.graph_dot", "ember.autograd.views",
                                     "ember.autograd.anomaly")),
-    ("dispatch", ("ember.dispatch",)),
+    ("dispatch", ("ember.dispatch", "ember.dispatch_args")),
     ("ops", ("ember.ops", "ember.linalg", "ember.special", "ember.fft",
              "ember.return_types")),
     ("autograd engine / Function / functional / gradcheck", ("ember.autograd",)),

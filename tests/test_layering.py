@@ -27,7 +27,7 @@ LAYERS = [
                                     "ember.autograd.derivative",
                                     "ember.autograd.graph_dot", "ember.autograd.views",
                                     "ember.autograd.anomaly")),
-    ("dispatch", ("ember.dispatch",)),
+    ("dispatch", ("ember.dispatch", "ember.dispatch_args")),
     ("ops", ("ember.ops", "ember.linalg", "ember.special", "ember.fft",
              "ember.return_types")),
     ("autograd engine / Function / functional / gradcheck", ("ember.autograd",)),

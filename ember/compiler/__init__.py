@@ -10,9 +10,10 @@ The path of a call: guards (guards.py) -> capture (tracer.py) -> Graph IR (graph
 dynamic sizes (dynamic.py) -> joint forward/backward + partition (aot.py) -> passes
 (passes.py) -> fusion into Kernels (fusion.py, kernel.py) -> C code (codegen_c.py, cmath.py)
 -> build and disk cache (build.py) -> runtime (buffers.py, threads.py); or the numpy backend
-(Graph.compile_python). pipeline.py runs them as one list of named stages (STAGES); api.py
-replays the variants they make, effects.py redoes their Python side effects, segments.py
-splits a function at its graph breaks; explain.py and check.py say what happened.
+(Graph.compile_python). pipeline.py runs them as one list of named stages (STAGES) over a
+Program (program.py); api.py replays the variants they make, effects.py redoes their Python
+side effects, segments.py splits a function at its graph breaks; explain.py and check.py say
+what happened.
 """
 import os
 

@@ -15,7 +15,7 @@ import warnings
 from ..autograd.grad_mode import state as _grad_state
 from . import config, pipeline, disk_cache
 from .config import log, logs_on  # noqa: F401  (the logs were set up here before)
-from .pipeline import Variant  # noqa: F401
+from .program import Variant  # noqa: F401
 from .tracer import user_source
 from . import dynamic as dynamic_marks
 

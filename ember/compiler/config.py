@@ -45,7 +45,7 @@ cc = os.environ.get("CC") or "cc"
 min_kernel_elements = int(os.environ.get("EMBER_MIN_KERNEL_ELEMENTS", "4096"))
 # bytes of dead kernel outputs kept per thread for reuse by later kernels (buffers.py)
 pool_bytes = 1 << 30
-# check the program's invariants after every compiler stage (pipeline.Program.verify); the
+# check the program's invariants after every compiler stage (program.Program.verify); the
 # test suite turns it on, EMBER_VERIFY_STAGES=1 too
 verify_stages = os.environ.get("EMBER_VERIFY_STAGES", "") == "1"
 # the logs turned on: EMBER_LOGS=stages,graph,guards,recompiles,breaks,fusion,code,cache

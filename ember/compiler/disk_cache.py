@@ -225,12 +225,13 @@ def _read(key, jpath, bpath):
 def _variant(cf, args, kwargs, body, blob):
     from types import SimpleNamespace
     from . import pipeline
+    from .program import Program
     from .guards import guards_for_call
     named = _tensors_by_name(cf.module)
     consts = [_const(c, blob) for c in body["consts"]]
     graphs = {gname: _decode_graph(nodes, named, consts)
               for gname, nodes in body["graphs"].items()}
-    p = pipeline.Program(cf, args, kwargs)
+    p = Program(cf, args, kwargs)
     p.graphs = graphs
     p.capture = SimpleNamespace(struct=_Codec().dec(body["struct"]), syms=[], sym_equal=[],
                                 input_paths=body["input_paths"])

@@ -16,7 +16,7 @@ from ..ops.random_sampling import _dirichlet_grad
 from . import _fn, constraints
 from .distribution import (BinaryProbsLogits, Distribution, ExponentialFamily,
                            count_and_probs_or_logits, expand_params, expand_probs_logits)
-from .transforms_base import PowerTransform
+from .transforms_elementwise import PowerTransform
 from .utils import _standard_normal, broadcast_all, lazy_property
 from .wrappers import TransformedDistribution
 

@@ -14,7 +14,7 @@ from .continuous import Normal
 from .discrete import Categorical
 from .distribution import (BinaryProbsLogits, Distribution, ExponentialFamily, expand_params,
                            expand_probs_logits, probs_or_logits)
-from .transforms_base import ExpTransform, SigmoidTransform
+from .transforms_elementwise import ExpTransform, SigmoidTransform
 from .transforms_structured import StickBreakingTransform
 from .utils import broadcast_all, clamp_probs, lazy_property, logits_to_probs
 from .wrappers import TransformedDistribution

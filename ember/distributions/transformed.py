@@ -8,7 +8,7 @@ import math
 
 from . import _fn, constraints
 from .continuous import Cauchy, Exponential, Normal, Uniform
-from .transforms_base import AbsTransform, AffineTransform, ExpTransform, PowerTransform
+from .transforms_elementwise import AbsTransform, AffineTransform, ExpTransform, PowerTransform
 from .utils import broadcast_all, euler_constant
 from .wrappers import TransformedDistribution
 

@@ -9,7 +9,8 @@ import math
 
 from ..nn.functional import logsigmoid as _logsigmoid, pad as _pad, softplus as _softplus
 from . import _fn, constraints
-from .transforms_base import Transform, _clipped_sigmoid
+from .transforms_base import Transform
+from .transforms_elementwise import _clipped_sigmoid
 from .utils import _sum_rightmost, lazy_property, tril_matrix_to_vec, vec_to_tril_matrix
 
 

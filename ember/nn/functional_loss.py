@@ -18,7 +18,8 @@ from ..ops.pointwise import where
 from ..ops.pointwise_arith import maximum, minimum
 from ..ops.nn_ops import composition as _composition, whole_call as _whole_call
 from ..core.dtype import torch_name as _torch_name
-from ..dispatch import not_implemented as _not_implemented, tensor_args as _tensor_args
+from ..dispatch import not_implemented as _not_implemented
+from ..dispatch_args import tensor_args as _tensor_args
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP, NO_FORWARD_AD as _NO_FORWARD_AD
 # cross_entropy and nll_loss are composite ops, defined once in ember/ops; the reduction
 # helpers the other losses share live with them

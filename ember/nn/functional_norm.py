@@ -10,8 +10,8 @@ from ..ops.creation import zeros as _zeros
 from ..ops.joining import cat
 # layer_norm and rms_norm are composite ops, defined once in ember/ops (each an OpDef with its
 # decomposition and, for layer_norm, the fast path and its fused kernels)
-from ..ops.nn_ops import layer_norm, rms_norm  # noqa: F401
-from ..ops.nn_ops import _ln_forward_kernel, _ln_dx_kernel, _ln_dweight_kernel  # noqa: F401
+from ..ops.nn_norm_ops import layer_norm, rms_norm  # noqa: F401
+from ..ops.nn_norm_ops import _ln_forward_kernel, _ln_dx_kernel, _ln_dweight_kernel  # noqa: F401
 
 __all__ = ["batch_norm", "layer_norm", "group_norm", "instance_norm", "rms_norm",
            "local_response_norm"]

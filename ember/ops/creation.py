@@ -19,7 +19,8 @@ from ..core import strides as S
 from ..core import tensor as _tensor_module
 from ..core import memory_stats
 from numpy.lib.stride_tricks import as_strided as _as_strided
-from ..dispatch import int_arg, wrap
+from ..dispatch import wrap
+from ..dispatch_args import int_arg
 from ..autograd.grad_mode import state
 from .registry import OpDef, CREATION, register, register_each, METHODS, OPS
 

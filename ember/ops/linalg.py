@@ -12,7 +12,8 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import int_arg, wrap, torch_name
+from ..dispatch import wrap, torch_name
+from ..dispatch_args import int_arg
 from . import meta_rules as M
 from .registry import (OpDef, EXTERN, COMPOSITE, LOWER_PRECISION, FP32, LINEAR, MULTILINEAR,
                        register, register_each)

@@ -12,7 +12,8 @@ of inv / solve / cholesky when every matrix succeeded. LDL has no derivative (to
 import numpy as np
 
 from ..core import dtype as D
-from ..dispatch import wrap, tensor_args
+from ..dispatch import wrap
+from ..dispatch_args import tensor_args
 from .registry import OpDef, EXTERN, COMPOSITE, FUNCTIONS as F, register
 from .matmul import finish, record_fn, _out
 from ..core.meta import MetaData, is_meta_array

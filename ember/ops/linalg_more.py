@@ -3,17 +3,19 @@ error), LU (lu_factor, lu, lu_solve, lu_unpack), LDL (ldl_factor, ldl_solve), ma
 householder_product, tensorinv / tensorsolve, vander and cond, and the top-level legacy
 forms (torch.lu, torch.cholesky_solve, torch.triangular_solve, torch.geqrf, ...).
 
-ember/linalg.py re-exports these into ember.linalg. The routines that ember/linalg.py defines
-(inv, solve, cholesky, svdvals, matrix_norm) are called through the registry (`_linalg`), not
-imported, so that module can import this one. Derivatives are formulas in ember ops on each
-OpDef, or come from composing differentiable ops (householder_product, tensorinv, vander,
-cond). LU and LDL factorizations use LAPACK through SciPy (imported on first use).
+ember/linalg.py re-exports these into ember.linalg. The routines that ember/linalg.py and
+ops/linalg_decomp.py define (inv, solve, cholesky, svdvals, matrix_norm) are called through
+the registry (`_linalg`), not imported, so those modules can import this one. Derivatives
+are formulas in ember ops on each OpDef, or come from composing differentiable ops
+(householder_product, tensorinv, vander, cond). LU and LDL factorizations use LAPACK
+through SciPy (imported on first use).
 """
 import numpy as np
 
 from ..core import dtype as D
 from ..core import strides as S
-from ..dispatch import wrap, torch_name, not_implemented, tensor_args
+from ..dispatch import wrap, torch_name, not_implemented
+from ..dispatch_args import tensor_args
 from ..return_types import _make
 from .registry import OpDef, EXTERN, COMPOSITE, FP32, OPS, FUNCTIONS as F_, register
 from .matmul import finish, _out
@@ -34,7 +36,8 @@ geqrf_t = _make("geqrf", ("a", "tau"))
 
 
 def _linalg(name):
-    """ember.linalg's routine `name` (registered as linalg_<name> by ember/linalg.py)."""
+    """ember.linalg's routine `name` (registered as linalg_<name> by ember/linalg.py or
+    ops/linalg_decomp.py)."""
     return OPS["linalg_" + name].fn
 
 

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import int_arg, wrap, torch_name, tensor_args
+from ..dispatch import wrap, torch_name
+from ..dispatch_args import int_arg, tensor_args
 from ..return_types import _make
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, OPS, register
 from ..core.meta import MetaData

@@ -13,7 +13,8 @@ import numpy as np
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
-from ..dispatch import wrap, int_arg
+from ..dispatch import wrap
+from ..dispatch_args import int_arg
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, register
 from ..core.meta import MetaData
 from . import meta_rules as M

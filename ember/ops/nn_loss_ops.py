@@ -18,7 +18,8 @@ import numpy as np
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from .. import dispatch
-from ..dispatch import wrap, tensor_args
+from ..dispatch import wrap
+from ..dispatch_args import tensor_args
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from ..core.meta import MetaArray, MetaData

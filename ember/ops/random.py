@@ -10,7 +10,8 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core.tensor import Tensor
-from ..dispatch import int_arg, wrap, torch_name
+from ..dispatch import wrap, torch_name
+from ..dispatch_args import int_arg
 from .creation import _size_args, _sizes, _finish, _dtype_or_default, on_meta, meta_factory
 from ..core.meta import MetaArray
 from . import meta_rules as M

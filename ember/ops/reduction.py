@@ -12,7 +12,8 @@ import numpy as np
 
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
-from ..dispatch import int_arg, wrap, torch_name
+from ..dispatch import wrap, torch_name
+from ..dispatch_args import int_arg
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OPS

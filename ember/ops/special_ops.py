@@ -15,7 +15,8 @@ import math
 import numpy as np
 
 from ..core import dtype as D
-from ..dispatch import int_arg, rule_float, not_implemented
+from ..dispatch import rule_float, not_implemented
+from ..dispatch_args import int_arg
 from .registry import FUNCTIONS as _FUNCTIONS
 from .pointwise import defpw, _unary, where
 from .pointwise_math import exp, log, sin, cos

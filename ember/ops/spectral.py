@@ -17,7 +17,8 @@ import numpy as np
 from ..core import dtype as D
 from ..core.strides import wrap_dim
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name, int_arg
+from ..dispatch import wrap, torch_name
+from ..dispatch_args import int_arg
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, EXTERN, COMPOSITE, register

@@ -16,7 +16,8 @@ import warnings
 import numpy as np
 
 from ..core import dtype as D
-from ..dispatch import wrap, torch_name, int_arg
+from ..dispatch import wrap, torch_name
+from ..dispatch_args import int_arg
 from .registry import OpDef, CREATION, COMPOSITE, register
 from . import spectral as _s
 

@@ -344,7 +344,7 @@ def split(self, split_size_or_sections, dim=0):
 
 def chunk(self, chunks, dim=0):
     if type(chunks) is not int or chunks > 2 ** 63 - 1:   # (not 2**63 empty chunks; no bool)
-        from ..dispatch import int_arg
+        from ..dispatch_args import int_arg
         chunks = int_arg(chunks, "chunk", "chunks", 2)
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
@@ -358,7 +358,7 @@ def chunk(self, chunks, dim=0):
 
 def diagonal(self, offset=0, dim1=0, dim2=1):
     if type(offset) is not int or not -2 ** 63 <= offset < 2 ** 63:
-        from ..dispatch import int_arg
+        from ..dispatch_args import int_arg
         offset = int_arg(offset, "diagonal", "offset", 2)
     nd = self._data.ndim
     d1, d2 = S.wrap_dim(dim1, nd), S.wrap_dim(dim2, nd)

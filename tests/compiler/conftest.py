@@ -1,5 +1,5 @@
 """The compiler tests check the program's invariants after every compiler stage
-(pipeline.Program.verify), so a stage that leaves a malformed graph fails where it did."""
+(program.Program.verify), so a stage that leaves a malformed graph fails where it did."""
 import pytest
 
 from ember.compiler import config

@@ -17,7 +17,7 @@ import ember.nn.functional as F
 from ember.compiler import config, pipeline
 from ember.compiler.api import CompiledFunction
 from ember.compiler.graph import Node
-from ember.compiler.pipeline import ProgramError
+from ember.compiler.program import ProgramError
 
 BACKEND = os.environ.get("EMBER_TEST_BACKEND", "numpy")
 NAMES = ["capture", "backward_capture", "unify", "guards", "partition", "passes", "fusion",

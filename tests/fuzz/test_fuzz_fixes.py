@@ -61,7 +61,7 @@ def _m(L):
 
 
 # a tensor argument given a str or a list: torch's "argument 'name' (position k) must be
-# Tensor, not T" (ember.dispatch.tensor_args), where ember's internals said AttributeError
+# Tensor, not T" (ember.dispatch_args.tensor_args), where ember's internals said AttributeError
 MUST_BE_TENSOR = [
     ("layer_norm str", lambda L, F: F.layer_norm("abc", (2,)),
      "layer_norm(): argument 'input' (position 1) must be Tensor, not str"),
@@ -112,7 +112,7 @@ MUST_BE_TENSOR = [
 ]
 CASES += MUST_BE_TENSOR
 
-# an int argument given a bool, float, None or an int beyond int64 (ember.dispatch.int_arg)
+# an int argument given a bool, float, None or an int beyond int64 (ember.dispatch_args.int_arg)
 INT_ARGS = [
     ("fftfreq float", lambda L, F: L.fft.fftfreq(3.0),
      "fft_fftfreq(): argument 'n' (position 1) must be int, not float"),

@@ -4,7 +4,7 @@ Every routine takes a batch of matrices (..., m, n) and hands the whole batch to
 call. Derivatives are written with ember ops (so they can be differentiated again): inv,
 solve, det, slogdet, cholesky, qr, svd (distinct singular values), eigh (distinct
 eigenvalues); pinv, matrix_power, lstsq's solution and the matrix norms are compositions of
-differentiable ops. Singular inputs raise `LinAlgError`, a RuntimeError, as in PyTorch.
+differentiable ops. eig and eigvals (general matrices) are ember/ops/linalg_eig.py's. Singular inputs raise `LinAlgError`, a RuntimeError, as in PyTorch.
 """
 import math
 
@@ -622,6 +622,7 @@ from .ops.linalg_more import (solve_triangular, matrix_exp, householder_product,
 from .ops.linalg_lu import (lu_factor, lu_factor_ex, lu, lu_solve, inv_ex,  # noqa: E402,F401
                             solve_ex, cholesky_ex, ldl_factor, ldl_factor_ex, ldl_solve)
 from .ops.misc_functions import linalg_vander as vander  # noqa: E402,F401
+from .ops.linalg_eig import eig, eigvals  # noqa: E402,F401
 # meta rules (ember/ops/meta_rules.py): batch dims and matrix dims from the metadata
 from .ops import meta_rules as _M  # noqa: E402
 from .ops.registry import OPS as _OPS  # noqa: E402

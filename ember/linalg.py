@@ -7,8 +7,9 @@ eigenvalues); pinv, matrix_power, lstsq's solution and the matrix norms are comp
 differentiable ops. Singular inputs raise `LinAlgError`, a RuntimeError, as in PyTorch.
 
 The decompositions (inv, solve, det, cholesky, qr, svd, eigh and their kin) are defined and
-registered in ember/ops/linalg_decomp.py; this module composes the rest from them and
-publishes them all, with ember/ops/linalg_more.py's and linalg_lu.py's routines.
+registered in ember/ops/linalg_decomp.py, eig and eigvals (general matrices) in
+ember/ops/linalg_eig.py; this module composes the rest from them and publishes them all,
+with ember/ops/linalg_more.py's and linalg_lu.py's routines.
 """
 import math
 
@@ -271,6 +272,7 @@ from .ops.linalg_more import (solve_triangular, matrix_exp, householder_product,
 from .ops.linalg_lu import (lu_factor, lu_factor_ex, lu, lu_solve, inv_ex,  # noqa: E402,F401
                             solve_ex, cholesky_ex, ldl_factor, ldl_factor_ex, ldl_solve)
 from .ops.misc_functions import linalg_vander as vander  # noqa: E402,F401
+from .ops.linalg_eig import eig, eigvals  # noqa: E402,F401
 # meta rules (ember/ops/meta_rules.py): batch dims and matrix dims from the metadata
 from .ops import meta_rules as _M  # noqa: E402
 from .ops.registry import OPS as _OPS  # noqa: E402

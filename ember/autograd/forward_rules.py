@@ -77,7 +77,7 @@ def handle(lvl, op, fn, args, kwargs):
             if not done:
                 t = (rule(tan, result, *args, **kwargs) if callable(rule)
                      else _multilinear(fn, tan, args, kwargs))
-                _attach(lvl, result, t, args, kwargs)
+                _attach(lvl, result, t, args, kwargs, complex_ok=callable(rule))
             return result
         if op.kind == COMPOSITE and op.decomp is not None:
             return _through(lvl, name, op.decomp, fn, args, kwargs)
@@ -145,9 +145,10 @@ def _flat(x, out):
     return out
 
 
-def _attach(lvl, result, tangent, args, kwargs):
+def _attach(lvl, result, tangent, args, kwargs, complex_ok=False):
     """Give each floating-point result its tangent (a result that is an input keeps its own,
-    saved copies of outputs share them)."""
+    saved copies of outputs share them); with `complex_ok` (the tangents come from the op's
+    own forward rule) complex results too."""
     if tangent is None:
         return
     if isinstance(result, Tensor):
@@ -156,7 +157,8 @@ def _attach(lvl, result, tangent, args, kwargs):
         pairs = zip(_flat(result, []), _flat_tangents(result, tangent))
     inputs = _flat(list(args) + list(kwargs.values()), [])
     for r, t in pairs:
-        if t is None or not isinstance(r, Tensor) or not r.dtype.is_floating_point:
+        if t is None or not isinstance(r, Tensor) or not (
+                r.dtype.is_floating_point or complex_ok and r.dtype._kind == 3):
             continue
         if any(r is x for x in inputs):
             continue

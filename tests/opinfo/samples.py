@@ -18,6 +18,7 @@ try:
     from .samples_special import SPECIAL as _SPECIAL_FNS, DOMAINS as _SPECIAL_DOMAINS
     from .samples_misc import SPECIAL as _MISC, DOMAINS as _MISC_DOMAINS
     from .samples_linalg_more import SPECIAL as _LINALG_MORE
+    from .samples_eig import SPECIAL as _EIG
     from . import samples_complex as _cx
 except ImportError:  # run from this folder (pytest's rootdir-less import mode)
     from _make import B, S, Sample, T, is_public
@@ -25,6 +26,7 @@ except ImportError:  # run from this folder (pytest's rootdir-less import mode)
     from samples_special import SPECIAL as _SPECIAL_FNS, DOMAINS as _SPECIAL_DOMAINS
     from samples_misc import SPECIAL as _MISC, DOMAINS as _MISC_DOMAINS
     from samples_linalg_more import SPECIAL as _LINALG_MORE
+    from samples_eig import SPECIAL as _EIG
     import samples_complex as _cx
 
 import ember
@@ -216,6 +218,7 @@ SPECIAL.update(_OPS_SPECIAL)
 SPECIAL.update(_SPECIAL_FNS)
 SPECIAL.update(_MISC)
 SPECIAL.update(_LINALG_MORE)
+SPECIAL.update(_EIG)
 SPECIAL.update(_cx.SPECIAL)
 
 # Private registry entries reached only through a public op; the coverage test runs the

@@ -47,10 +47,11 @@ FALLBACK = {
     # views whose arguments are strides or shapes of the whole storage
     "as_strided",
     # torch.linalg's functions and nn.functional's whole-call ops (no rule written yet)
-    "linalg_cholesky", "linalg_eigh", "linalg_eigvalsh", "linalg_inv", "linalg_lstsq",
-    "linalg_matrix_rank", "linalg_qr", "linalg_solve", "linalg_svd", "linalg_svdvals",
-    "linalg_vecdot", "adaptive_max_pool3d", "ctc_loss", "grid_sample", "max_unpool1d",
-    "max_unpool2d", "multi_margin_loss", "multilabel_margin_loss",
+    "linalg_cholesky", "linalg_eig", "linalg_eigh", "linalg_eigvals", "linalg_eigvalsh",
+    "linalg_inv", "linalg_lstsq", "linalg_matrix_rank", "linalg_qr", "linalg_solve",
+    "linalg_svd", "linalg_svdvals", "linalg_vecdot", "adaptive_max_pool3d", "ctc_loss",
+    "grid_sample", "max_unpool1d", "max_unpool2d", "multi_margin_loss",
+    "multilabel_margin_loss",
     # top-level functions computed in NumPy as a whole (ops/misc_*.py, linalg_more.py)
     "frexp", "histogram", "histogramdd", "isin", "nonzero_static", "unravel_index",
     "new_empty_strided", "linalg_solve_triangular", "geqrf", "linalg_cholesky_ex",

@@ -139,6 +139,14 @@ MUTATIONS = {
 
 
 # ---- the child: build and run cases ----
+# (op, mutation) pairs that kill the oracle itself: the case cannot be compared
+TORCH_CRASHES = {
+    # torch 2.13's MKL geev segfaults on a float32 matrix holding NaN/inf (after printing
+    # "Parameter 3 was incorrect on entry to SGEBAL"); ember returns NaN eigenvalues
+    ("linalg_eigvals", "specials"),
+}
+
+
 def all_cases():
     """Every (op name, sample index, mutation name), in a fixed order."""
     from samples import samples_for
@@ -146,7 +154,7 @@ def all_cases():
     out = []
     for name in sorted(OPS):
         for i, _ in enumerate(samples_for(name)):
-            out += [(name, i, m) for m in MUTATIONS]
+            out += [(name, i, m) for m in MUTATIONS if (name, m) not in TORCH_CRASHES]
     return out
 
 
@@ -337,6 +345,8 @@ def run_cases(seed, share=100, python=sys.executable):
                 line = proc.stdout.readline()
                 if not line:
                     break
+                if not line.startswith("{"):
+                    continue   # a C library writing to stdout (MKL's LAPACK on NaN input)
                 msg = json.loads(line)
                 if "total" in msg:
                     total = msg["total"]

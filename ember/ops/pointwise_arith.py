@@ -8,7 +8,7 @@ import numpy as np
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..dispatch import rule_float, rule_promote, not_implemented, checked_scalar
-from .registry import OpDef, POINTWISE, register, METHODS as _METHODS
+from .registry import OpDef, POINTWISE, register, op_for, METHODS as _METHODS
 from .lowering import Lower, NO_INT, COSTLY
 from . import lowering_pointwise as _lw
 from .pointwise import defpw, only, _zeros, where, no_complex
@@ -110,10 +110,13 @@ def div_(self, other, *, rounding_mode=None):
 
 
 _DIV_TRUNC_INPLACE = _METHODS.pop("_div_trunc_")
-# with a rounding_mode keyword the call stays unfused; without, it is true division
+# `div` is the true-division op's own record, published with the rounding_mode function
+# (one OpDef: the kernel, derivative and C lowering are true division's; a call with a
+# rounding_mode keyword stays unfused)
 _div = div
-div = register(OpDef("div", POINTWISE, lower=Lower(prim="div"),
-                     onnx=_ox.div), _div, names=("div",))
+_TRUE_DIV = op_for("true_divide")
+_TRUE_DIV.onnx = _ox.div
+div = register(_TRUE_DIV, _div, names=("div",))
 register(OpDef("divide", POINTWISE, lower=Lower(prim="div"),
                onnx=_ox.div), _div, names=("divide",))
 _METHODS["div_"] = _METHODS["divide_"] = div_

@@ -124,11 +124,27 @@ _rules.set_tangent = set_tangent
 
 
 # ---- levels ----
-def _push(public):
+def _push(public, below_vmaps=False):
     lvl = _DualLevel(len(_local.levels), public)
     _local.levels = _local.levels + (lvl,)
-    state.modes = state.modes + (lvl,)
+    modes = state.modes
+    at = len(modes)
+    if below_vmaps:
+        # below the vmap levels running above the last dual level (ember.func.jvp of batched
+        # primals): the level then works on their physical tensors, as autograd does, so a
+        # reverse transform inside it records tensors that carry its tangents
+        last = max((i for i, m in enumerate(modes) if type(m) is _DualLevel), default=-1)
+        for i in range(last + 1, len(modes)):
+            if getattr(modes[i], "batching", False):
+                at = i
+                break
+    state.modes = modes[:at] + (lvl,) + modes[at:]
     return lvl.level
+
+
+def _mode_of(level):
+    """The _DualLevel object of level number `level` (private, for ember.func)."""
+    return _find(level, "_mode_of")
 
 
 def _pop(level):
@@ -193,10 +209,15 @@ def _exit_nested_dual_level(level):
 
 
 class _nested_dual_level:
-    """``with _nested_dual_level() as lvl:`` a nestable level (see the module docstring)."""
+    """``with _nested_dual_level() as lvl:`` a nestable level (see the module docstring).
+    ``below_vmaps=True`` puts it below the vmap levels started since the last dual level
+    (on the dispatch mode stack), so it sees their physical tensors."""
+
+    def __init__(self, below_vmaps=False):
+        self.below_vmaps = below_vmaps
 
     def __enter__(self):
-        self.level = _push(False)
+        self.level = _push(False, self.below_vmaps)
         return self.level
 
     def __exit__(self, *exc):

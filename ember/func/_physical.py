@@ -8,6 +8,15 @@ there), differentiated, and the results are turned back into values batched at t
 levels. So `vmap(grad(f))` gives per-sample gradients, also for inputs the vmap does not
 batch (their expanded physical tensor is differentiated, one gradient per sample).
 
+Forward AD: ember.func.jvp's dual level goes *below* the vmap levels running when it starts
+(forward_ad `_push`, `dual_below_vmaps`): it then sees their physical tensors, so its
+tangents sit on the tensors autograd records and ``vmap(jacfwd(jacrev(f)))`` /
+``vmap(jvp(grad(f)))`` are exact. Only inside a plain jacfwd's own vmap over the tangent
+basis (no primal batched there) it goes on top, tangents on the wrappers, the primal
+computed once; reverse mode inside it works on the values not batched there
+(`active_levels`, `check_unbatched`: a forward_ad.dual_level entered inside a vmap is the
+one way to meet batched ones).
+
 This module is the one place that knows vmap's internals (ember/func/_batched.py); when vmap
 is not active everything here is the identity.
 
@@ -20,43 +29,85 @@ from . import _batched as _b
 
 def active_levels():
     """The vmap levels to differentiate on physical tensors, outermost first: the running
-    ones, or none when a forward-AD level was entered inside the innermost vmap (jacfwd's
-    vmap over tangents, as in ``jacfwd(jacrev(f))``): the tangents live on the logical
-    (wrapper) values there, so the reverse-mode transforms must work on those, unbatched
-    (see `check_unbatched`)."""
+    ones above the innermost forward-AD level on the dispatch mode stack (all of them when
+    none is active). A forward-AD level sees the physical tensors of the vmap levels above
+    it, so its tangents are on the tensors autograd records there. Below it (jacfwd's own
+    vmap over the tangent basis, when jacfwd's primals are not batched) the tangents live on
+    the logical (wrapper) values: reverse mode works on values not batched there, and
+    refuses the others (`check_unbatched`)."""
     levels = _b.active_levels()
-    if levels and _dual_inside_vmap():
-        return []
-    return levels
+    if not levels:
+        return levels
+    above = _vmap_ids_above_last_dual()
+    if above is None:
+        return levels
+    return [lv for lv in levels if lv.level in above]
 
 
-def _dual_inside_vmap():
+def _vmap_ids_above_last_dual():
+    """The ids of the vmap levels whose modes sit above the innermost forward-AD level on the
+    dispatch mode stack, or None when no forward-AD level is active."""
     from ..autograd.grad_mode import state
     from ..autograd.forward_ad import _DualLevel
-    for m in reversed(state.modes):
-        if isinstance(m, _DualLevel):
-            return True
-        if isinstance(m, _b_mode()):
-            return False
-    return False
+    modes = state.modes
+    last = max((i for i, m in enumerate(modes) if type(m) is _DualLevel), default=-1)
+    if last < 0:
+        return None
+    return {m.level for m in modes[last + 1:] if getattr(m, "batching", False)}
 
 
-def _b_mode():
-    from .batching import VmapMode
-    return VmapMode
+def dual_below_vmaps(primals, basis_level=None):
+    """Whether a new forward-AD level must go below the vmap levels running above the last
+    one (forward_ad `_push`), to see their physical tensors. It may stay on top only when
+    the one such level is `basis_level`, the vmap ``jacfwd`` runs over its tangent basis,
+    and no primal is batched there: the function cannot close over values batched at a
+    level jacfwd made, so only the tangents are, and the primal computation runs once,
+    unbatched. A vmap the user wrote may batch values the function closes over
+    (``vmap(lambda x, v: jvp(grad(lambda w: loss(w, x)), (w,), (v,)))``): below it, so
+    reverse mode inside works on them."""
+    levels = _b.active_levels()
+    if not levels:
+        return False
+    above = _vmap_ids_above_last_dual()
+    ids = [lv.level for lv in levels if above is None or lv.level in above]
+    if not ids:
+        return False
+    if ids != [basis_level]:
+        return True
+    return any(basis_level in _b.batched_levels(p) for p in primals)
+
+
+def innermost_level():
+    """The id of the innermost running vmap level (None outside vmap)."""
+    levels = _b.active_levels()
+    return levels[-1].level if levels else None
+
+
+def levels_above(mode):
+    """The running vmap levels whose modes sit above dispatch mode `mode` (a forward-AD
+    level): the ones whose physical tensors that level sees, outermost first."""
+    from ..autograd.grad_mode import state
+    modes = state.modes
+    i = next(k for k, m in enumerate(modes) if m is mode)
+    ids = {m.level for m in modes[i + 1:] if getattr(m, "batching", False)}
+    return [lv for lv in _b.active_levels() if lv.level in ids]
 
 
 def check_unbatched(values, what):
-    """Under a forward-AD level inside vmap (active_levels() is then empty), reverse mode
-    works on unbatched values only; a batched one would get a wrong gradient, so refuse."""
-    if not _b.active_levels():
+    """Reverse mode differentiates the physical tensors of the levels `active_levels()`
+    gives; a value batched at another running level (one below the innermost forward-AD
+    level, whose tangents live on the wrappers) would get a wrong gradient, so refuse."""
+    levels = _b.active_levels()
+    if not levels:
         return
+    ok = {lv.level for lv in active_levels()}
     for v in values:
-        if _b.batched_levels(v):
+        if set(_b.batched_levels(v)) - ok:
             raise NotImplementedError(
-                f"ember.func: {what} of a value batched by an outer vmap, inside a forward-mode "
-                "transform (jvp/jacfwd) that runs inside that vmap, is not supported yet; "
-                "move the vmap inside, or use jacrev instead of jacfwd")
+                f"ember.func: {what} of a value batched by a vmap that a forward-mode level "
+                "sits inside of on the dispatch stack (a forward_ad.dual_level entered "
+                "inside the vmap) is not supported: the tangents live on the batched "
+                "wrappers there. Use ember.func.jvp instead of the dual_level")
 
 
 def to_physical(x, levels):

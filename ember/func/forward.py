@@ -3,9 +3,13 @@
 ``jvp`` runs the function on dual tensors (ember/autograd/forward_ad.py: each op's forward
 formula on its OpDef pushes the tangent along) inside a fresh dual level, so jvp nests in
 jvp and in the reverse-mode transforms (``jvp(grad(f))`` is a Hessian-vector product,
-``jacfwd(jacrev(f))`` a Hessian). The dual level is entered inside any running vmap, so
-the tangents may be batched where the primals are not: ``jacfwd`` is ``vmap`` of ``jvp`` over
-the basis of tangents, and the primal computation runs once, unbatched.
+``jacfwd(jacrev(f))`` a Hessian). ``jacfwd`` is ``vmap`` of ``jvp`` over the basis of
+tangents; there the dual level sits on top of that vmap, so only the tangents are batched and
+the primal computation runs once, unbatched. Under any other vmap the dual level sits below
+the vmap levels and works on their physical tensors, like the reverse transforms, so
+``vmap(jacfwd(jacrev(f)))``, ``vmap(hessian(f))`` and ``vmap(jvp(grad(f)))`` are exact
+(ember/func/_physical.py). ``linearize`` records the tangent computation once
+(ember/func/_linear_trace.py).
 
     >>> import ember as torch
     >>> from ember.func import jvp, jacfwd, hessian
@@ -18,7 +22,7 @@ import functools
 
 from ..core.tensor import Tensor
 from ._pytree import tree_flatten, tree_unflatten, treespec_repr
-from . import _batched as _batching
+from . import _physical as _ph
 from .transforms import check_argnums, select_args, replace_args, jacrev, outer_can_see
 
 
@@ -64,17 +68,23 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     return _jvp(func, p_leaves, t_leaves, p_spec, has_aux)
 
 
-def _jvp(func, p_leaves, t_leaves, spec, has_aux):
+def _jvp(func, p_leaves, t_leaves, spec, has_aux, basis_level=None):
     fwad = _fwad()
-    # the dual level is entered inside any running vmap, so its tangents may be batched where
-    # the primals are not (jacfwd: unbatched primals, a batch of basis tangents); the tangent
-    # formulas run as ember ops on them, which vmap batches
-    with fwad._nested_dual_level() as level:
+    # Under vmap the dual level goes below the running vmap levels (forward_ad._push): it
+    # works on their physical tensors, one leading dim per level (a primal not batched at a
+    # level is expanded there), as the reverse transforms do, so a vjp inside it records
+    # tensors that carry its tangents (vmap(jacfwd(jacrev(f)))). Inside jacfwd's own vmap
+    # over the tangent basis (`basis_level`), with no primal batched there, it goes on top:
+    # the primal computation runs once, unbatched, with batched tangents.
+    with fwad._nested_dual_level(_ph.dual_below_vmaps(p_leaves, basis_level)) as level:
+        levels = _ph.levels_above(fwad._mode_of(level))
         duals = []
         for p, t in zip(p_leaves, t_leaves):
             if t.dtype is not p.dtype:
                 t = t.to(p.dtype)
-            duals.append(fwad.make_dual(p, t, level=level))
+            d = fwad.make_dual(_ph.to_physical(p, levels), _ph.to_physical(t, levels),
+                               level=level)
+            duals.append(_ph.from_physical(d, levels))
         out = func(*tree_unflatten(duals, spec))
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
@@ -87,15 +97,16 @@ def _jvp(func, p_leaves, t_leaves, spec, has_aux):
             if not isinstance(o, Tensor):
                 raise RuntimeError("jvp(f, primals, tangents): expected f(*primals) to return "
                                    f"only tensors, got unsupported type {type(o)}")
-            po, to = fwad.unpack_dual(o, level=level)
+            po, to = fwad.unpack_dual(_ph.to_physical(o, levels), level=level)
             if to is None:
                 from ..ops.creation import zeros_like
                 to = zeros_like(po)
-            primal_out.append(po)
-            tangent_out.append(to)
+            primal_out.append(_ph.from_physical(po, levels))
+            tangent_out.append(_ph.from_physical(to, levels))
         if has_aux:
             aux_leaves, aux_spec = tree_flatten(aux)
-            aux = tree_unflatten([_strip(a, fwad, level) for a in aux_leaves], aux_spec)
+            aux = tree_unflatten([_strip(a, fwad, level, levels) for a in aux_leaves],
+                                 aux_spec)
     if not outer_can_see(primal_out + tangent_out):
         # attached only to finished inner transforms (hessian's jacrev): hand back plain values
         primal_out = [o.detach() for o in primal_out]
@@ -104,23 +115,32 @@ def _jvp(func, p_leaves, t_leaves, spec, has_aux):
     return res + (aux,) if has_aux else res
 
 
-def _strip(a, fwad, level):
+def _strip(a, fwad, level, levels):
     """An aux output without this level's tangent."""
     if not isinstance(a, Tensor):
         raise RuntimeError(f"Expected tensors, got unsupported type {type(a)}")
-    return fwad.unpack_dual(a, level=level)[0]
+    return _ph.from_physical(fwad.unpack_dual(_ph.to_physical(a, levels), level=level)[0],
+                             levels)
 
 
 def linearize(func, *primals):
     """``(func(*primals), jvp_fn)`` where ``jvp_fn(*tangents)`` is the Jacobian-vector
-    product at `primals`. (torch.func traces the linearized function once; ember runs
-    ``jvp`` again at each call: the same values, not the same cost.)
+    product at `primals`. `func` runs once: its tangent computation is recorded and
+    ``jvp_fn`` replays only that (ember/func/_linear_trace.py), as torch.func traces it.
+    Called under another transform, or where the recording is refused, ``jvp_fn`` reruns
+    ``jvp`` instead (the same values).
 
     >>> out, jvp_fn = linearize(torch.sin, x)
     >>> jvp_fn(torch.ones(3))                       # x.cos()
     """
+    from . import _linear_trace
     p_leaves, p_spec = tree_flatten(primals)
-    out = func(*primals)
+    rec = _linear_trace.record(func, p_leaves, p_spec) \
+        if _linear_trace.recordable(p_leaves) else None
+    if rec is None:
+        out, replay = func(*primals), None
+    else:
+        out, replay = rec
 
     def jvp_fn(*tangents):
         t_leaves, t_spec = tree_flatten(tangents)
@@ -132,7 +152,12 @@ def linearize(func, *primals):
                 raise RuntimeError(f"tangent:{i} with shape {t.shape} in flattened pytree "
                                    f"doesn't match the shape {p.shape} of the corresponding "
                                    "primal.")
-        return _jvp(func, p_leaves, t_leaves, p_spec, False)[1]
+        if replay is None:
+            return _jvp(func, p_leaves, t_leaves, p_spec, False)[1]
+        t_leaves = [t if t.dtype is p.dtype else t.to(p.dtype)
+                    for p, t in zip(p_leaves, t_leaves)]
+        _, out_spec = tree_flatten(out)
+        return tree_unflatten(replay(t_leaves), out_spec)
     return out, jvp_fn
 
 
@@ -174,7 +199,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
         def push(*tangent_leaves):
             res = _jvp(f, in_leaves, list(tangent_leaves), _flat_spec(len(in_leaves)),
-                       has_aux)
+                       has_aux, basis_level=_ph.innermost_level())
             return (res[1], res[2]) if has_aux else res[1]
 
         got = vmap(push, randomness=randomness)(*basis)
@@ -209,16 +234,8 @@ def hessian(func, argnums=0):
     """The Hessian of a scalar function with respect to the arguments `argnums`:
     ``jacfwd(jacrev(func, argnums), argnums)`` (forward-over-reverse).
 
-    Inside vmap, ember computes it as ``jacrev(jacrev(func))`` (the same values): reverse
-    mode inside forward mode inside vmap is not supported on batched values yet (see
-    ember/func/_physical.py).
+    Composes with vmap: ``vmap(hessian(f))`` gives per-sample Hessians.
 
     >>> hessian(lambda x: (x ** 3).sum())(x)        # torch.diag(6 * x)
     """
-    fwd_rev = jacfwd(jacrev(func, argnums), argnums)
-    rev_rev = jacrev(jacrev(func, argnums), argnums)
-
-    @functools.wraps(func)
-    def wrapper(*args, **kwargs):
-        return (rev_rev if _batching.active_levels() else fwd_rev)(*args, **kwargs)
-    return wrapper
+    return jacfwd(jacrev(func, argnums), argnums)

@@ -214,8 +214,7 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs):
             raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar "
                                f"Tensor, got tensor with {out.dim()} dims. Maybe you wanted to "
                                "use the vjp or jacrev APIs instead?")
-        if not levels:
-            _ph.check_unbatched(leaves + [out], "grad")
+        _ph.check_unbatched(leaves + [out], "grad")
         po = _ph.to_physical(out, levels)
         keep = _needs_graph([po], phys) or _ph.forward_ad_active()
         from ..ops.creation import ones_like
@@ -260,8 +259,7 @@ def vjp(func, *primals, has_aux=False):
             if not isinstance(o, Tensor):
                 raise RuntimeError("vjp(f, *primals): expected f(*primals) to return only "
                                    f"tensors, got unsupported type {type(o)}")
-        if not levels:
-            _ph.check_unbatched(leaves + out_leaves, "vjp")
+        _ph.check_unbatched(leaves + out_leaves, "vjp")
         po = [_ph.to_physical(o, levels) for o in out_leaves]
     keep = _needs_graph(po, phys) or _ph.forward_ad_active()
     _retire(phys)
@@ -285,7 +283,7 @@ def vjp(func, *primals, has_aux=False):
         now = _ph.active_levels()
         if now[:len(levels)] != levels:
             raise RuntimeError("vjp_fn: called outside the vmap in which vjp was called")
-        cg = keep or bool(create_graph)
+        cg = keep or bool(create_graph) or _ph.forward_ad_active()   # (keeps tangents)
         c_leaves = [c if c.dtype is dt else c.to(dt) for c, dt in zip(c_leaves, dtypes)]
         with enable_grad():
             if len(now) == len(levels):

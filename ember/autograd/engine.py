@@ -56,14 +56,15 @@ def _checked(hook, old, new):
 def accumulate_into(var, g, owned, create_graph):
     """PyTorch's rule for adding `g` into leaf `var`'s ``.grad`` (no hooks; the one copy of
     it, also used by compiled code). The first gradient is kept as is when `owned` (no one
-    else holds it) and laid out like `var`, else copied into `var`'s layout; later ones are
+    else holds it) and laid out like `var` (any layout, under
+    ``enforce_grad_layout_policy(False)``), else copied into `var`'s layout; later ones are
     added in place, or out of place when building a graph (create_graph, or a ``.grad``
     that requires grad)."""
     if var._grad is None:
         if create_graph:
             var._grad = g
-        elif owned and g._base is None and g._data.strides == var._data.strides and \
-                g.grad_fn is None:
+        elif owned and g._base is None and g.grad_fn is None and \
+                (g._data.strides == var._data.strides or not state.grad_layout_enforced):
             var._grad = g
         else:
             try:

@@ -19,6 +19,7 @@ class _State(threading.local):
     modes = ()
     autocast_enabled = False   # ember.autocast: listed ops cast their inputs (ember/amp/policy.py)
     autocast_dtype = None      # the lower-precision dtype of the innermost autocast region
+    grad_layout_enforced = True  # a first .grad is laid out like its leaf (engine.accumulate_into)
 
     def __init__(self):
         # (run once per thread) every field in this thread's own dict: a read then finds it
@@ -30,7 +31,7 @@ class _State(threading.local):
 
 
 _FIELDS = ("enabled", "inference", "anomaly", "anomaly_check_nan", "modes", "autocast_enabled",
-           "autocast_dtype")
+           "autocast_dtype", "grad_layout_enforced")
 
 
 state = _State()
@@ -153,6 +154,31 @@ class set_grad_enabled(_DecoratorContextManager):
 
     def __exit__(self, *exc):
         state.enabled = self.prev
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+
+class enforce_grad_layout_policy(_DecoratorContextManager):
+    """``enforce_grad_layout_policy(False)`` relaxes the gradient layout contract, now or for
+    a ``with`` block: a leaf's first gradient that nobody else holds is then kept as it came
+    (its own strides) instead of being copied into the leaf's layout. Copies the engine must
+    make anyway are unaffected. Thread-local, like the grad mode."""
+
+    def __init__(self, enable=True):
+        self.prev = state.grad_layout_enforced
+        self.mode = enable
+        state.grad_layout_enforced = bool(enable)
+
+    def __call__(self, fn):
+        state.grad_layout_enforced = self.prev   # as a decorator: applies inside calls only
+        return super().__call__(fn)
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        state.grad_layout_enforced = self.prev
 
     def clone(self):
         return self.__class__(self.mode)

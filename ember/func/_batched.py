@@ -260,3 +260,8 @@ def _sizes(levels):
 
 def logical_shape(x):
     return Size(x._data.shape)
+
+
+# under vmap a batched tensor is an ordinary tensor to __torch_function__ (as in PyTorch)
+from ..autograd.overrides import _PLAIN_TYPES  # noqa: E402
+_PLAIN_TYPES.add(BatchedTensor)

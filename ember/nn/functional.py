@@ -7,6 +7,8 @@ its derivative for free.
 """
 import math
 import warnings
+from collections.abc import Callable  # noqa: F401  (names torch.nn.functional carries)
+from typing import TYPE_CHECKING, Optional  # noqa: F401
 
 from ..core.dtype import bool_, torch_name as _torch_name
 from ..core.tensor import Tensor
@@ -380,3 +382,10 @@ from .functional_conv import *  # noqa: F401,F403,E402  (convolution, pooling, r
 from .functional_embedding import *  # noqa: F401,F403,E402  (embedding_bag, gumbel_softmax)
 from .functional_extra import *  # noqa: F401,F403,E402  (lp_pool, fractional pooling, ...)
 from .functional_lce import *  # noqa: F401,F403,E402  (linear_cross_entropy)
+from .functional_grouped import grouped_mm  # noqa: F401,E402
+# the __torch_function__ protocol's helpers, as torch.nn.functional exports them
+from ..autograd.overrides import (handle_torch_function, has_torch_function,  # noqa: F401,E402
+                                  has_torch_function_unary, has_torch_function_variadic)
+from .functional_notes import (BroadcastingList1, BroadcastingList2,  # noqa: F401,E402
+                               BroadcastingList3, DType, reproducibility_notes,
+                               sparse_support_notes, tf32_notes)

@@ -100,3 +100,8 @@ class UninitializedParameter(Parameter):
 def is_lazy(param):
     """True for an UninitializedParameter."""
     return isinstance(param, UninitializedParameter)
+
+
+# like an exact Tensor, an exact Parameter (or Buffer) never dispatches __torch_function__
+from ..autograd.overrides import _PLAIN_TYPES  # noqa: E402
+_PLAIN_TYPES.update((Parameter, Buffer))   # a Buffer is a plain tensor in PyTorch

@@ -5,17 +5,40 @@ Most schedules are "chainable": the new lr is computed from the group's current 
 several schedulers can act on one optimizer; `_get_closed_form_lr` gives the lr directly
 from `base_lrs` when an explicit epoch is passed to `step(epoch)`.
 """
+from __future__ import annotations
+
 import math
 import types
 import warnings
 from bisect import bisect_right
 from collections import Counter
+# names PyTorch's lr_scheduler module carries for its annotations and helpers; user code
+# reaches them as `torch.optim.lr_scheduler.<name>`, so they are here too
+from functools import partial, wraps  # noqa: F401
+from math import inf
+from typing import (TYPE_CHECKING, Any, Literal, Self, SupportsFloat,  # noqa: F401
+                    TypedDict, cast)
+from weakref import ref  # noqa: F401
+
+from ..core.tensor import Tensor  # noqa: F401
 
 from .optimizer import Optimizer
 # the base class and the cyclic schedules, re-exported: this is the public module
 from .lr_scheduler_base import (EPOCH_DEPRECATION_WARNING, LRScheduler,  # noqa: F401
                                 _LRScheduler, _check_verbose)
 from .lr_scheduler_cyclic import CyclicLR, CosineAnnealingWarmRestarts, OneCycleLR  # noqa: F401
+
+try:
+    from typing import override  # Python >= 3.12
+except ImportError:
+    def override(method, /):
+        """PEP 698's ``@override``: marks a method as overriding its base's; sets
+        ``__override__ = True`` where the object allows it and returns it unchanged."""
+        try:
+            method.__override__ = True
+        except (AttributeError, TypeError):
+            pass
+        return method
 
 __all__ = ["LRScheduler", "LambdaLR", "MultiplicativeLR", "StepLR", "MultiStepLR",
            "ConstantLR", "LinearLR", "ExponentialLR", "SequentialLR", "CosineAnnealingLR",
@@ -442,7 +465,7 @@ class ReduceLROnPlateau(LRScheduler):
             raise ValueError("mode " + mode + " is unknown!")
         if threshold_mode not in {"rel", "abs"}:
             raise ValueError("threshold mode " + threshold_mode + " is unknown!")
-        self.mode_worse = math.inf if mode == "min" else -math.inf
+        self.mode_worse = inf if mode == "min" else -inf
         self.mode = mode
         self.threshold = threshold
         self.threshold_mode = threshold_mode

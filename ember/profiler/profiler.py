@@ -19,17 +19,12 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from enum import Enum
 
 from ..core import memory_stats as _ms
+from ..autograd.profiler_types import ProfilerActivity  # torch.autograd's enum, re-exported
 
 _lock = threading.Lock()
 _active = [None]
-
-
-class ProfilerActivity(Enum):
-    CPU = "cpu"
-    CUDA = "cuda"
 
 
 class FunctionEvent:

@@ -37,10 +37,10 @@ torch_svd_t = _make("svd", ("U", "S", "V"))
 
 
 # ---- checks -------------------------------------------------------------------------------
-def _check_matrix(name, A, square=True, kernel=None, ints=False):
+def _check_matrix(name, A, square=True, kernel=None, ints=False, arg="A"):
     _check_float(name, A, kernel, ints)
     if A.dim() < 2:
-        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError(f"{name}: The input tensor {arg} must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
@@ -208,8 +208,11 @@ _CHOL = OpDef("linalg_cholesky", EXTERN, attrs={"upper": False},
 
 def cholesky(A, *, upper=False, out=None):
     """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
+    tensor_args("linalg_cholesky", ("input", 1, A))
     _check_matrix("linalg.cholesky", A, kernel="cholesky_cpu")
     a = A._data
+    if upper:    # torch (LAPACK uplo='U') reads the upper triangle: the lower one of A^H
+        a = np.conj(np.swapaxes(a, -1, -2))
     try:
         L = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
@@ -224,7 +227,7 @@ def cholesky(A, *, upper=False, out=None):
         raise LinAlgError(f"linalg.cholesky: {_batch_prefix(a, b)}The factorization could not "
                           "be completed because the input is not positive-definite (the leading "
                           f"minor of order {k} is not positive-definite).") from None
-    r = np.ascontiguousarray(np.swapaxes(L, -1, -2)) if upper else L
+    r = np.ascontiguousarray(np.conj(np.swapaxes(L, -1, -2))) if upper else L   # U = L^H
     return _out(finish(_CHOL, (A,), r, A.dtype, {"upper": upper}), out)
 
 
@@ -330,7 +333,7 @@ def svdvals(A, *, driver=None, out=None):
     """Singular values, descending."""
     if A._requires_grad:
         return svd(A, full_matrices=False).S
-    _check_matrix("linalg.svdvals", A, square=False,
+    _check_matrix("linalg.svd", A, square=False,   # (torch's svdvals: its svd's checks)
                   kernel="linalg_svd_cpu")
     return wrap(np.linalg.svd(A._data, compute_uv=False), A.dtype)
 
@@ -399,6 +402,9 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """Number of singular values above the tolerance (int64)."""
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at "
+                           "least 2 dimensions.")
     _check_matrix("linalg.matrix_rank", A, square=False)
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -414,6 +420,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
                            f"gelsy, gelsd, gelss)")
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     _check_matrix("torch.linalg.lstsq", A, square=False)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
@@ -544,6 +552,9 @@ def multi_dot(tensors, *, out=None):
 
 # ---- torch.* aliases -----------------------------------------------------------------------
 def _torch_svd(input, some=True, compute_uv=True, *, out=None):
+    if isinstance(input, Tensor) and input.dim() < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
+                           f"{input.dim()} dimensions instead")
     U, Sv, Vh = svd(input, full_matrices=not some)
     return torch_svd_t(U, Sv, Vh.mT)
 

@@ -196,8 +196,15 @@ def make_pointwise(op):
                     raise TypeError(f"{name}(): argument '{'input' if n == 'self' else n}' "
                                     f"must be Tensor, not {type(x).__name__}")
         values, metas = [], []
-        for x in args:
-            v, d, cat = operand(x)
+        for k, x in enumerate(args):
+            try:
+                v, d, cat = operand(x)
+            except TypeError:
+                # torch's argument parser: the op, the argument's name and position
+                n = op.inputs[k] if k < len(op.inputs) else "input"
+                raise TypeError(f"{name}(): argument '{'input' if n == 'self' else n}' "
+                                f"(position {k + 1}) must be Tensor, not "
+                                f"{type(x).__name__}") from None
             values.append(v)
             metas.append((d, cat))
         pdt = (D.result_type_of([m for m in metas if m[1] >= 0 and (m[1] < 2 or
@@ -210,7 +217,13 @@ def make_pointwise(op):
                 raise cast_error(pdt, out.dtype)
         if precheck is not None:
             precheck(values, metas, pdt, attrs)
-        cdt, rdt = rule(pdt, name)
+        try:
+            cdt, rdt = rule(pdt, name)
+        except RuntimeError:
+            # torch's TensorIterator broadcasts the operands before it picks a kernel: a
+            # shape mismatch is reported before a dtype the kernel lacks
+            broadcast_error([v for v, m in zip(values, metas) if m[1] >= 0])
+            raise
         if out is not None and not D.can_cast(rdt, out.dtype):
             raise cast_error(rdt, out.dtype)
         # low precision computes in float32 (PyTorch's "opmath"), scalars rounded to it first

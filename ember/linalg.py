@@ -66,6 +66,9 @@ def pinv(A, *, atol=None, rtol=None, hermitian=False, out=None):
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
     """Number of singular values above the tolerance (int64)."""
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at "
+                           "least 2 dimensions.")
     _check_matrix("linalg.matrix_rank", A, square=False)
     if tol is not None:
         atol, rtol = tol, 0.0
@@ -81,6 +84,8 @@ def lstsq(A, B, rcond=None, *, driver=None):
     if driver not in ("gels", "gelsy", "gelsd", "gelss"):
         raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
                            f"gelsy, gelsd, gelss)")
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
     _check_matrix("torch.linalg.lstsq", A, square=False)
     if A.dtype is not B.dtype:
         raise RuntimeError(f"torch.linalg.lstsq: Expected input and other to have the same "
@@ -211,6 +216,9 @@ def multi_dot(tensors, *, out=None):
 
 # ---- torch.* aliases -----------------------------------------------------------------------
 def _torch_svd(input, some=True, compute_uv=True, *, out=None):
+    if isinstance(input, Tensor) and input.dim() < 2:
+        raise RuntimeError(f"linalg.svd: input should have at least 2 dimensions, but has "
+                           f"{input.dim()} dimensions instead")
     U, Sv, Vh = svd(input, full_matrices=not some)
     return torch_svd_t(U, Sv, Vh.mT)
 

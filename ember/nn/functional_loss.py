@@ -232,6 +232,8 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` for target 1, ``max(0, cos(x1, x2) - margin)`` for target -1."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if target.dim() > 1:
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
     dim = input1.dim() - 1
     eps = 1e-12
     prod = (input1 * input2).sum(dim)

@@ -123,6 +123,8 @@ def _pool_args(nd, name, input, kernel_size, stride, padding, dilation):
     pad, dil = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")
     if any(k <= 0 for k in ks):
         raise RuntimeError(f"{name}: kernel_size must be greater than zero")
+    if any(s == 0 for s in st):
+        raise RuntimeError("stride should not be zero")
     if any(s <= 0 for s in st):
         raise RuntimeError(f"{name}: stride must be greater than zero")
     if any(d <= 0 for d in dil):

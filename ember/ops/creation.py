@@ -165,6 +165,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False, pin_memory=Fal
                       "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
                       ".requires_grad_(True), rather than ember.tensor(sourceTensor).",
                       UserWarning, stacklevel=2)
+    if isinstance(data, (str, bytes)):
+        raise TypeError(f"new(): invalid data type '{type(data).__name__}'")
     dt = D.to_dtype(dtype) if dtype is not None else (
         data.dtype if isinstance(data, Tensor) else _infer_dtype(data))
     arr = _array_from_data(data, dt)
@@ -354,6 +356,9 @@ def wrap_strided(arr, dt):
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
     """A tensor with the given sizes and strides (ember zero-fills it)."""
     dt = _dtype_or_default(dtype)
+    if len(tuple(size)) != len(tuple(stride)):
+        raise RuntimeError(f"dimensionality of sizes ({len(tuple(size))}) must match "
+                           f"dimensionality of strides ({len(tuple(stride))})")
     if on_meta(device):
         return meta_factory(_size_args((tuple(size),)), dt, requires_grad, tuple(stride))
     t = wrap_strided(strided_array(_size_args((tuple(size),)), tuple(stride), dt.np), dt)
@@ -425,6 +430,8 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     start, end, step = vals
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start) and math.isfinite(end)):
+        raise RuntimeError(f"unsupported range: {start} -> {end}")
     if dtype is None:
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
     dt = D.to_dtype(dtype)
@@ -446,6 +453,8 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     """Deprecated ``torch.range``: like arange but includes `end`."""
     if end is None:      # (torch.range has no one-argument form)
         raise TypeError("range(): argument 'end' (position 2) must be Number, not NoneType")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     n = int(math.floor((end - start) / step)) + 1
     arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt.np)
@@ -482,6 +491,10 @@ def _linspace_values(start, end, steps):
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
              out=None, layout=None):
+    if type(steps) is not int:
+        steps = int_arg(steps, "logspace", "steps", 3)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     arr = np.power(base, _linspace_values(start, end, steps))
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
@@ -491,6 +504,8 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, la
     """The identity matrix (n x m)."""
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
+    if m is not None and m < 0:
+        raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dt = _dtype_or_default(dtype)
     return _finish(np.eye(n, n if m is None else m, dtype=dt.np), dt, requires_grad, device)
 
@@ -517,6 +532,9 @@ def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
 
 
 def new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    if fill_value is None or isinstance(fill_value, (str, bytes, list, tuple, dict)):
+        raise TypeError(f"new_full(): argument 'fill_value' (position 2) must be Number, not "
+                        f"{type(fill_value).__name__}")
     return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
                 device=device or self.device)
 

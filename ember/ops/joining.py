@@ -47,6 +47,9 @@ def _check_tensor_list(tensors):
 
 def cat(tensors, dim=0, *, out=None):
     """Concatenate tensors along an existing dim (1-D empty tensors are skipped, as in PyTorch)."""
+    if isinstance(tensors, Tensor):
+        raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        "Tensor")
     tensors = list(tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")

@@ -358,7 +358,9 @@ def cross(input, other, dim=None, *, out=None):
     """``torch.cross``: like linalg.cross, but dim=None picks the first dim of size 3."""
     if dim is None:
         shape = S.broadcast_shapes(input._data.shape, other._data.shape)
-        dim = next((k for k, s in enumerate(shape) if s == 3), -1)
+        dim = next((k for k, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
     return linalg_cross(input, other, dim=dim, out=out)
 
 

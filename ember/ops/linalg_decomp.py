@@ -31,10 +31,10 @@ qr_t = _make("linalg_qr", ("Q", "R"))
 
 
 # ---- checks -------------------------------------------------------------------------------
-def _check_matrix(name, A, square=True, kernel=None, ints=False):
+def _check_matrix(name, A, square=True, kernel=None, ints=False, arg="A"):
     _check_float(name, A, kernel, ints)
     if A.dim() < 2:
-        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+        raise RuntimeError(f"{name}: The input tensor {arg} must have at least 2 dimensions.")
     if square and A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
@@ -202,8 +202,11 @@ _CHOL = OpDef("linalg_cholesky", EXTERN, attrs={"upper": False},
 
 def cholesky(A, *, upper=False, out=None):
     """Lower (or upper) Cholesky factor of symmetric positive-definite matrices."""
+    tensor_args("linalg_cholesky", ("input", 1, A))
     _check_matrix("linalg.cholesky", A, kernel="cholesky_cpu")
     a = A._data
+    if upper:    # torch (LAPACK uplo='U') reads the upper triangle: the lower one of A^H
+        a = np.conj(np.swapaxes(a, -1, -2))
     try:
         L = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
@@ -218,7 +221,7 @@ def cholesky(A, *, upper=False, out=None):
         raise LinAlgError(f"linalg.cholesky: {_batch_prefix(a, b)}The factorization could not "
                           "be completed because the input is not positive-definite (the leading "
                           f"minor of order {k} is not positive-definite).") from None
-    r = np.ascontiguousarray(np.swapaxes(L, -1, -2)) if upper else L
+    r = np.ascontiguousarray(np.conj(np.swapaxes(L, -1, -2))) if upper else L   # U = L^H
     return _out(finish(_CHOL, (A,), r, A.dtype, {"upper": upper}), out)
 
 
@@ -324,7 +327,7 @@ def svdvals(A, *, driver=None, out=None):
     """Singular values, descending."""
     if A._requires_grad:
         return svd(A, full_matrices=False).S
-    _check_matrix("linalg.svdvals", A, square=False,
+    _check_matrix("linalg.svd", A, square=False,   # (torch's svdvals: its svd's checks)
                   kernel="linalg_svd_cpu")
     return wrap(np.linalg.svd(A._data, compute_uv=False), A.dtype)
 

@@ -111,7 +111,7 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None,
                 "linalg_lu_factor_ex", ("A", 1, A))
     _check_float("torch.linalg.lu_factor_ex", A, "lu_cpu", ints=True)
     if A.dim() < 2:
-        raise RuntimeError("torch.linalg.lu_factor_ex: Expected tensor with 2 or more "
+        raise RuntimeError("torch.lu_factor: Expected tensor with 2 or more "
                            f"dimensions. Got size: {list(A.shape)} instead")
     _check_pivot("linalg.lu_factor", pivot)
     lu, piv, info = _getrf_any(A._data)
@@ -310,14 +310,14 @@ def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     def one(mat):
         if mat.size == 0:
             return mat.copy(), 0
-        c, info = _lapack("potrf", mat.dtype)(mat, lower=1, clean=1)
-        return np.tril(c), max(int(info), 0)
+        # (upper: LAPACK's uplo='U' reads and writes the upper triangle, as torch's)
+        c, info = _lapack("potrf", mat.dtype)(mat, lower=0 if upper else 1, clean=1)
+        return (np.triu(c) if upper else np.tril(c)), max(int(info), 0)
     L, info = _each(A._data, one, (tuple(A.shape[-2:]), A.dtype.np), ((), np.int32))
     info = info.astype(np.int32)
     if not info.any() or check_errors:
         return cholesky_ex_t(_linalg("cholesky")(A, upper=upper), wrap(info, D.int32))
-    r = np.ascontiguousarray(np.swapaxes(L, -1, -2)) if upper else L
-    return cholesky_ex_t(wrap(r, A.dtype), wrap(info, D.int32))
+    return cholesky_ex_t(wrap(L, A.dtype), wrap(info, D.int32))
 
 
 # ---- LDL ----------------------------------------------------------------------------------
@@ -361,6 +361,10 @@ def ldl_solve(LD, pivots, B, *, hermitian=False, out=None):
     if B.dim() < 2:
         raise RuntimeError("torch.linalg.ldl_solve: The input tensor B must have at least 2 "
                            "dimensions.")
+    n = LD.shape[-1]
+    if B.shape[-2] != n:
+        raise RuntimeError(f"Incompatible matrix sizes for torch.linalg.ldl_solve: each A matrix "
+                           f"is {n} by {n} but each b matrix is {B.shape[-2]} by {B.shape[-1]}")
     shape = tuple(np.broadcast_shapes(tuple(LD.shape[:-2]), tuple(B.shape[:-2])))
     ld = np.broadcast_to(LD._data, shape + tuple(LD.shape[-2:]))
     pv = np.broadcast_to(pivots._data, shape + tuple(pivots.shape[-1:]))

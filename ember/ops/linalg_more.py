@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core import dtype as D
 from ..core import strides as S
+from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name, not_implemented
 from ..dispatch_args import tensor_args
 from ..return_types import _make
@@ -238,6 +239,9 @@ def _householder_q(A, tau, cols):
 def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     """Q @ other (or other @ Q; Q^T with transpose=True) for Q of geqrf's (input, tau)."""
     tensor_args("ormqr", ("input", 1, input), ("input2", 2, tau), ("input3", 3, other))
+    for t, n in ((input, "input"), (other, "other")):
+        if t.dim() < 2:
+            raise RuntimeError(f"torch.ormqr: {n} must have at least 2 dimensions.")
     m = other.shape[-2] if left else other.shape[-1]
     if tau.shape[-1] != min(m, input.shape[-1]):
         raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to min(other.shape"
@@ -295,6 +299,10 @@ def tensorsolve(A, B, dims=None, *, out=None):
         A = A.movedim(dims, list(range(nd - len(dims), nd)))
     rest = tuple(A.shape[B.dim():])
     rows, cols = int(np.prod(tuple(A.shape[:B.dim()]))), int(np.prod(rest))
+    if cols != B.numel():      # (torch compares the solution's size with B's first)
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:"
+                           f"]) == prod(self.shape[:other.ndim]), but got {cols} != "
+                           f"{B.numel()}")
     if rows != cols:
         raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[other.ndim:"
                            f"]) == prod(self.shape[:other.ndim]), but got {cols} != {rows}")
@@ -335,6 +343,10 @@ def cholesky_solve(B, L, upper=False, *, out=None):
     """X with (L L^T) X = B from the Cholesky factor L (U^T U with upper=True).
 
     The gradient for L is torch's: that of solving with the full matrix L L^T."""
+    for t, n in ((B, "b"), (L, "u")):
+        if isinstance(t, Tensor) and t.dim() < 2:
+            raise RuntimeError(f"{n} should have at least 2 dimensions, but has {t.dim()} "
+                               "dimensions instead")
     A = L.mT @ L if upper else L @ L.mT
     return _out(_linalg("solve")(A, B), out)
 
@@ -352,6 +364,10 @@ def cholesky_inverse(L, upper=False, *, out=None):
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, out=None):
     """torch.triangular_solve: (X, A's copy) with op(A) X = b, A upper by default."""
+    for t, n in ((b, "b"), (A, "A")):
+        if isinstance(t, Tensor) and t.dim() < 2:
+            raise RuntimeError(f"torch.triangular_solve: Expected {n} to have at least 2 "
+                               f"dimensions, but it has {t.dim()} dimensions instead")
     M = A.mT if transpose else A
     X = solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
     return triangular_solve_t(X, A.clone())

@@ -11,6 +11,7 @@ import itertools
 import numpy as np
 
 from ..core import dtype as D
+from ..core.strides import wrap_dim
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..dispatch_args import int_arg, tensor_args
@@ -42,6 +43,7 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
         raise RuntimeError("diff expects prepend or append to be the same dimension as input")
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
+    dim = wrap_dim(dim, input.dim())
     parts = [t for t in (prepend, input, append) if t is not None]
     x = F["cat"](parts, dim) if len(parts) > 1 else input
     for _ in range(n):
@@ -84,6 +86,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     tensor(4.)
     """
     _check_x(x, "trapezoid")
+    dim = wrap_dim(dim, y.dim())
     if y.shape[dim] == 0:   # (torch answers before its dtype checks: zeros of y's dtype)
         return (y.sum(dim) * 0).to(y.dtype)
     _no_bool(y, x, "trapezoid")
@@ -105,6 +108,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     tensor([1.5000, 4.0000])
     """
     _check_x(x, "cumulative_trapezoid")
+    dim = wrap_dim(dim, y.dim())
     _no_bool(y, x, "cumulative_trapezoid")
     yf = y if y.dtype._kind >= 2 else y.to(D.get_default_dtype())
     n = yf.shape[dim]
@@ -159,6 +163,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
 
 def corrcoef(input):
     """Pearson correlation coefficients of the rows of `input`, clipped to [-1, 1]."""
+    if input.dim() > 2:
+        raise RuntimeError(f"corrcoef(): expected input to have two or fewer dimensions but "
+                           f"got an input with {input.dim()} dimensions")
     c = cov(input)
     if c.dim() == 0:
         return c / c
@@ -173,6 +180,10 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     >>> ember.isin(ember.tensor([1, 2, 3]), ember.tensor([2, 5]))
     tensor([False,  True, False])
     """
+    if not isinstance(elements, Tensor) and not isinstance(test_elements, Tensor):
+        raise TypeError(f"isin() received an invalid combination of arguments - got "
+                        f"({type(elements).__name__}, {type(test_elements).__name__}), but "
+                        f"expected one of: (Tensor, Tensor), (Number, Tensor), (Tensor, Number)")
     e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
     t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     try:
@@ -261,8 +272,8 @@ def vander(x, N=None, increasing=False):
 def linalg_vander(x, *, N=None):
     """torch.linalg.vander: increasing powers along the last dim, batched over the others."""
     tensor_args("linalg_vander", ("x", 1, x))
-    if x.dim() < 1:
-        raise RuntimeError("linalg.vander: x must have at least one dimension")
+    if x.dim() < 1:          # torch reads a 0-d x as one value: shape (1, N)
+        x = x.reshape(1)
     n = x.shape[-1] if N is None else int_arg(N, "linalg_vander", "N", 2)
     if n <= 1:
         raise RuntimeError("N must be greater than 1.")
@@ -280,6 +291,10 @@ def linalg_vander(x, *, N=None):
 def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None,
                   requires_grad=False):
     """A 0-dim tensor holding `s`, of the default float dtype unless `dtype` says."""
+    if not isinstance(s, (bool, int, float, complex, np.generic)) and not (
+            isinstance(s, Tensor) and s.dim() == 0):
+        raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not "
+                        f"{type(s).__name__}")
     t = F["tensor"](s, dtype=dtype or D.get_default_dtype(), device=device)
     return t.requires_grad_() if requires_grad else t
 
@@ -288,8 +303,7 @@ def unravel_index(indices, shape):
     """The coordinates of flat `indices` in a tensor of `shape` (a tuple of int64 tensors)."""
     if isinstance(indices, Tensor) and (indices.dtype.is_floating_point or
                                         indices.dtype is D.bool_):
-        raise TypeError(f"expected 'indices' to be integer dtype, but got "
-                        f"{torch_name(indices.dtype)}")
+        raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if any(s < 0 for s in shape):
         raise ValueError("'shape' cannot have negative values, but got " + str(tuple(shape)))
@@ -346,6 +360,10 @@ def chain_matmul(*matrices, out=None):
     """The product of the matrices (older name of linalg.multi_dot)."""
     if len(matrices) == 1:
         return matrices[0].clone()
+    for i, (a, b) in enumerate(zip(matrices, matrices[1:])):   # (torch: linalg.multi_dot's)
+        if a.dim() == 2 and b.dim() == 2 and a.shape[1] != b.shape[0]:
+            raise RuntimeError(f"multi_dot(): tensors {i} and {i + 1} with shapes "
+                               f"{list(a.shape)} and {list(b.shape)} cannot be multiplied")
     r = matrices[0]
     for m in matrices[1:]:
         r = r @ m
@@ -354,6 +372,11 @@ def chain_matmul(*matrices, out=None):
 
 def frobenius_norm(input, dim, keepdim=False, *, out=None):
     """The Frobenius norm over `dim` (torch.frobenius_norm)."""
+    if isinstance(dim, int) and not isinstance(dim, bool):
+        dim = (dim,)
+    if not isinstance(dim, (list, tuple)):
+        raise TypeError(f"frobenius_norm(): argument 'dim' (position 2) must be tuple of ints, "
+                        f"not {type(dim).__name__}")
     return F["norm"](input, "fro", dim, keepdim)
 
 
@@ -361,6 +384,11 @@ def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
     """The sum of singular values over the last two dims (or the two dims `dim`)."""
     if isinstance(dim, bool):
         dim, keepdim = None, dim
+    if isinstance(dim, int):       # torch: an int fills both entries of its int[2]
+        dim = (dim, dim)
+    if dim is not None and not isinstance(dim, (list, tuple)):
+        raise TypeError(f"nuclear_norm(): argument 'dim' must be tuple of ints, not "
+                        f"{type(dim).__name__}")
     d0, d1 = (-2, -1) if dim is None else dim
     if input.dim() < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
@@ -368,7 +396,9 @@ def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
     if input.dtype in (D.float16, D.bfloat16):   # matrix_norm refuses them before the SVD
         raise RuntimeError("linalg.matrix_norm: Low precision dtypes not supported. Got "
                            f"{torch_name(input.dtype)}")
-    d0, d1 = d0 % input.dim(), d1 % input.dim()
+    d0, d1 = wrap_dim(d0, input.dim()), wrap_dim(d1, input.dim())
+    if d0 == d1:
+        raise RuntimeError(f"linalg.matrix_norm: dims must be different. Got ({d0}, {d1})")
     x = input.movedim((d0, d1), (-2, -1))
     r = OPS["linalg_svdvals"].fn(x).sum(-1)
     if keepdim:
@@ -421,6 +451,9 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     d = a.shape[1]
     if isinstance(bins, int):
         bins = [bins] * d
+    if isinstance(bins, (list, tuple)) and len(bins) != d:
+        raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
+                           "dimension of the input.")
     if isinstance(bins, (list, tuple)) and bins and isinstance(bins[0], Tensor):
         edges = [b._data for b in bins]
     else:

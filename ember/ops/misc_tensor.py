@@ -50,7 +50,7 @@ def select_scatter(input, src, dim, index):
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
     """A copy of `input` whose slice ``start:end:step`` along `dim` is `src`."""
-    dim = int_arg(dim, "slice_scatter", "dim", 3)
+    dim = S.wrap_dim(int_arg(dim, "slice_scatter", "dim", 3), input.dim())
     start, end = (None if v is None else int_arg(v, "slice_scatter", k, p)
                   for v, k, p in ((start, "start", 4), (end, "end", 5)))
     step = int_arg(step, "slice_scatter", "step", 6)
@@ -95,6 +95,7 @@ _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
 def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
     """Reduce the slices of `source` into ``input``'s slices ``index`` along `dim`
     ("prod", "mean", "amax" or "amin"), optionally leaving input's own values out."""
+    dim = S.wrap_dim(dim, input.dim())
     if reduce not in _INDEX_REDUCE:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
@@ -229,7 +230,7 @@ def typename(obj):
 
 def split_with_sizes(input, split_sizes, dim=0):
     """split(input, split_sizes, dim) for a list of sizes that must add up to the dim."""
-    dim = int_arg(dim, "split_with_sizes", "dim", 3)
+    dim = S.wrap_dim(int_arg(dim, "split_with_sizes", "dim", 3), input.dim())
     total = input.shape[dim]
     if sum(split_sizes) != total:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {total} "

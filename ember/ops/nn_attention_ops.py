@@ -229,6 +229,20 @@ def _sdpa_arrays(q, k, v, dt, is_causal, scale):
     return np.matmul(p, v), p
 
 
+def _check_head_dims(query, key):
+    """torch's error for queries and keys of different widths E: that of its math path's
+    q @ k^T (a bmm over the flattened batch dims, or an mm for 2-d inputs)."""
+    q, k = query.shape, key.shape
+    if len(q) < 2 or len(k) < 2 or q[-1] == k[-1]:
+        return
+    if len(q) == 2:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({q[0]}x{q[1]} and "
+                           f"{k[1]}x{k[0]})")
+    b = math.prod(q[:-2])
+    raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                       f"[{b}, {q[-1]}] but got: [{b}, {k[-1]}].")
+
+
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(q @ k^T * scale + bias) @ v`` over (..., L, E) queries and (..., S, E)
@@ -244,6 +258,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
+    _check_head_dims(query, key)
     if attn_mask is None and dropout_p == 0.0 and _fast_ok(query, key, value):
         if scale is None:
             scale = 1.0 / math.sqrt(query._data.shape[-1])

@@ -90,8 +90,8 @@ def _nll_loss_decomp(input, target, weight=None, size_average=None, ignore_index
             raise RuntimeError(f"Expected target size {[input.shape[0]] + list(input.shape[2:])}"
                                f", got {list(target.shape)}")
     if target.dtype.is_floating_point:
-        raise RuntimeError("expected scalar type Long but found "
-                           f"{str(target.dtype).split('.')[-1].capitalize()}")
+        raise RuntimeError("expected target dtype to be Long or Byte, but got "
+                           f"{dispatch.torch_name(target.dtype)}")
     c = input.shape[1]
     keep = target != ignore_index
     safe = E.where(keep, target, 0)

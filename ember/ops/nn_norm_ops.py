@@ -43,8 +43,17 @@ def _check_norm_shape(input, shape):
     return tuple(range(nd - len(shape), nd))
 
 
+def _check_affine(shape, weight, bias):
+    for t, n in ((weight, "weight"), (bias, "bias")):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {n} to be of same shape as normalized_shape, but got "
+                               f"{n} of shape {list(t.shape)} and normalized_shape = "
+                               f"{list(shape)}")
+
+
 def _layer_norm_decomp(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     dims = _check_norm_shape(input, _norm_shape(normalized_shape))
+    _check_affine(_norm_shape(normalized_shape), weight, bias)
     mean = input.mean(dims, keepdim=True)
     var = input.var(dims, correction=0, keepdim=True)
     out = (input - mean) * (var + eps).rsqrt()
@@ -174,6 +183,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         return under_mode(LAYER_NORM, layer_norm, (input, normalized_shape, weight, bias, eps))
     shape = _norm_shape(normalized_shape)
     dims = _check_norm_shape(input, shape)
+    _check_affine(shape, weight, bias)
     if _layer_norm_fast_ok(input, weight, bias, shape):
         try:
             return _layer_norm_fast(input, weight, bias, dims, eps)
@@ -197,7 +207,7 @@ def _rms_norm_decomp(input, normalized_shape, weight=None, eps=None):
     shape = _norm_shape(normalized_shape)
     if tuple(input.shape[input.dim() - len(shape):]) != shape or len(shape) > input.dim():
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"[*{', '.join(map(str, shape))}], but got input of size"   # (torch's)
                            f"{list(input.shape)}")
     if eps is None:
         eps = D.finfo(input.dtype).eps

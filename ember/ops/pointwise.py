@@ -257,7 +257,7 @@ def masked_fill(input, mask, value):
     from ..core.tensor import Tensor
     if mask.dtype.name != "bool":
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{dispatch.torch_name(mask.dtype)}")
+                           f"{dispatch.CPP_TYPES[mask.dtype.name]}")   # (torch: the C++ name)
     if isinstance(value, Tensor):
         if value.dim() != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got "

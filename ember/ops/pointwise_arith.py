@@ -7,7 +7,7 @@ import numpy as np
 
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
-from ..dispatch import rule_float, rule_promote, not_implemented, checked_scalar
+from ..dispatch import rule_float, rule_promote, not_implemented, checked_scalar, broadcast_error
 from .registry import OpDef, POINTWISE, register, op_for, METHODS as _METHODS
 from .lowering import Lower, NO_INT, COSTLY
 from . import lowering_pointwise as _lw
@@ -94,7 +94,7 @@ def div(input, other, *, rounding_mode=None, out=None):
         return _div_trunc(input, other, out=out)
     if rounding_mode == "floor":
         return floor_divide(input, other, out=out)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
 
@@ -105,7 +105,7 @@ def div_(self, other, *, rounding_mode=None):
         return _DIV_TRUNC_INPLACE(self, other)
     if rounding_mode == "floor":
         return self.floor_divide_(other)
-    raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                      f"found '{rounding_mode}'")
 
 
@@ -148,6 +148,7 @@ def _check_pow(values, metas, dt, attrs):
                     raise RuntimeError(f"value cannot be converted to type {da.np.name}_t "
                                        "without overflow")
     elif dt is D.bool_:
+        broadcast_error([a, b])     # (torch broadcasts the tensors before it picks a kernel)
         raise not_implemented("pow", dt)
 
 

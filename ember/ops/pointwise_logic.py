@@ -80,6 +80,10 @@ def _check_same_dtype(values, metas, dt, attrs):
     (da, _), (db, _) = metas
     if da is not db:
         raise RuntimeError(f"{torch_name(da)} did not match {torch_name(db)}")
+    for k in ("rtol", "atol"):
+        v = attrs.get(k, 0.0)
+        if v < 0:
+            raise RuntimeError(f"{k} must be greater than or equal to zero, but got {v:g}")
 
 
 isclose = defpw("isclose", None, _isclose_kernel, tensor_only=True, rule=rule_compare,

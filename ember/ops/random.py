@@ -202,6 +202,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None
 def bernoulli(input, p=None, *, generator=None, out=None):
     """0/1 samples with probabilities `input` (or the scalar `p`)."""
     _float_dtype(input.dtype, "bernoulli_tensor_cpu_p_")
+    if p is not None and not 0 <= p <= 1:
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
     probs = input._data if p is None else np.full(input._data.shape, p)
     if np.any((probs < 0) | (probs > 1)):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")

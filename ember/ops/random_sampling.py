@@ -88,7 +88,7 @@ def binomial(count, prob, generator=None):
     for name, t in (("count", count), ("prob", prob)):
         if not t.dtype.is_floating_point:
             raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
-                             f"{torch_name(t.dtype)[6:].capitalize()}")
+                             f"{torch_name(t.dtype)}")
     n = np.maximum(count._data.astype(np.float64, copy=False), 0)
     p = np.clip(np.nan_to_num(prob._data.astype(np.float64, copy=False)), 0, 1)
     n, p = np.broadcast_arrays(n, p)
@@ -135,7 +135,7 @@ def _binomial_meta(count, prob, generator=None):
     for name, t in (("count", count), ("prob", prob)):
         if not t.dtype.is_floating_point:
             raise ValueError(f"binomial only supports floating-point dtypes for {name}, got: "
-                             f"{torch_name(t.dtype)[6:].capitalize()}")
+                             f"{torch_name(t.dtype)}")
     shape = S.broadcast_shapes(tuple(count.shape), tuple(prob.shape))
     dt = D.promote_types(count.dtype, prob.dtype)
     return wrap(M.out_array(shape, dt.np, count, prob), dt)

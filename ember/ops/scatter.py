@@ -319,7 +319,8 @@ def _scatter_prep(name, input, dim, index, src):
     _check_scatter_index(name, input, d, index, src)
     if isinstance(src, Tensor):
         if src.dtype is not input.dtype:
-            raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+            # (torch names scatter() for every scatter variant here)
+            raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
         s = _as1(src._data)
         v = s[tuple(slice(0, n) for n in _as1(index._data).shape)]
     else:

@@ -114,7 +114,7 @@ def masked_select(input, mask, *, out=None):
     """The elements of `input` where `mask` holds (both broadcast), as a 1-D tensor."""
     if mask.dtype is not D.bool_:
         raise RuntimeError("masked_select: expected BoolTensor for mask")
-    shape = S.broadcast_shapes(input._data.shape, mask._data.shape)
+    shape = S.broadcast_shapes(mask._data.shape, input._data.shape)   # (torch's order)
     r = np.broadcast_to(input._data, shape)[np.broadcast_to(mask._data, shape)]
     res = finish(_MASKED_SELECT, (input,), r, input.dtype, {"mask": mask, "shape": shape})
     return _out(res, out)

@@ -343,8 +343,9 @@ _INTERP = ("linear", "lower", "higher", "midpoint", "nearest")
 
 def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     if dim is not None and not isinstance(dim, int):
-        raise TypeError(f"{name}() received an invalid combination of arguments - got "
-                        f"dim={type(dim).__name__}, but expected int dim")
+        q_t = "Tensor" if isinstance(q, Tensor) else type(q).__name__
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"{q_t}, dim={type(dim).__name__}), but expected int dim")
     if input._data.size == 0:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
     if input.dtype not in (D.float32, D.float64):

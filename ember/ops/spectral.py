@@ -17,7 +17,7 @@ import numpy as np
 from ..core import dtype as D
 from ..core.strides import wrap_dim
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, not_implemented
 from ..dispatch_args import int_arg
 from ..autograd.grad_mode import state
 from ..autograd import graph
@@ -175,14 +175,26 @@ def _cat(ts, d):
     return cat(ts, d)
 
 
+_REAL_ONLY = {"rfftn": "rfftn expects a real-valued input tensor, but got {dt}",
+              "ihfftn": "Only supports floating-point dtypes, but found: {dt}"}
+
+
+def _dim_arg(dim):
+    """`dim` of an n-D transform or shift: None, an int or a sequence of ints."""
+    if dim is None or isinstance(dim, (int, list, tuple)) and not isinstance(dim, bool):
+        return dim
+    raise TypeError(f"argument 'dim' must be tuple of ints, not {type(dim).__name__}")
+
+
 def as_float(x, name, real_only=False):
     """The input as a floating or complex tensor (integers become the default float)."""
     if not isinstance(x, Tensor):
         raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
                         f"{type(x).__name__}")
     dt = x.dtype
-    if real_only and dt.is_complex:
-        raise RuntimeError(f"{name} expects a real input tensor, but got {torch_name(dt)}")
+    if real_only and dt.is_complex:   # (torch's n-D transforms word it their own way)
+        raise RuntimeError(_REAL_ONLY.get(name, "{name} expects a real input tensor, but got "
+                                          "{dt}").format(name=name, dt=torch_name(dt)))
     if dt._kind < 2:
         return x.to(D.get_default_dtype())
     if dt not in (D.float32, D.float64, D.complex64, D.complex128):
@@ -208,6 +220,7 @@ def dims_1d(x, n, dim):
 def dims_nd(x, s, dim, default_all=True):
     """(dims, sizes) of an n-D transform, as torch's fftn resolves `s` and `dim`."""
     nd = x.dim()
+    dim = _dim_arg(dim)
     if dim is not None and isinstance(dim, int):
         dim = (dim,)
     if s is not None and dim is not None and len(s) != len(dim):
@@ -268,20 +281,43 @@ def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=Fal
             pin_memory=False):
     """The sample frequencies of an n-point FFT: [0, 1, ..., -2, -1] / (d * n)."""
     n = int_arg(n, "fft_fftfreq", "n", 1)
-    if n < 0:
-        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    return _freq(np.fft.fftfreq(n, d), dtype, requires_grad)
+    k = _arange(n)        # (torch: the size is checked, then the dtype)
+    dt = _freq_dtype("fftfreq", dtype)
+    k[(n + 1) // 2:] -= n
+    return _freq(k, n, d, dt, requires_grad)
 
 
 def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False,
              pin_memory=False):
     """The sample frequencies of rfft's n//2 + 1 bins: [0, 1, ..., n//2] / (d * n)."""
     n = int_arg(n, "fft_rfftfreq", "n", 1)
-    return _freq(np.fft.rfftfreq(n, d), dtype, requires_grad)
+    # torch's n / 2 + 1 in C++ (division toward zero): rfftfreq(-1) has one bin, -0.0
+    half = -(-n // 2) if n < 0 else n // 2
+    k = _arange(half + 1)
+    return _freq(k, n, d, _freq_dtype("rfftfreq", dtype), requires_grad)
 
 
-def _freq(arr, dtype, requires_grad):
+def _freq_dtype(name, dtype):
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
+    if not (dt.is_floating_point or dt.is_complex):
+        raise RuntimeError(f"{name} requires a floating point or complex dtype")
+    if dt.is_complex:     # (torch's bins come from arange, which has no complex kernel)
+        raise not_implemented("arange_cpu", dt)
+    return dt
+
+
+def _arange(size):
+    if size < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {size}: [{size}]")
+    return np.arange(size, dtype=np.float64)
+
+
+def _freq(k, n, d, dt, requires_grad):
+    """k * (1 / (n * d)) as torch computes it: the bins in the result dtype times the scale
+    (a division by zero gives inf, so n = 0 or d = 0 give NaN and inf, not an error)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        scale = np.divide(1.0, np.float64(n) * d)
+        arr = k.astype(dt.np) * dt.np.type(scale)
     t = wrap(arr.astype(dt.np), dt)
     if requires_grad:
         t.requires_grad_(True)
@@ -292,6 +328,7 @@ def _shift(x, dim, sign):
     if dim is None:
         dims = tuple(range(x.dim()))
     else:
+        dim = _dim_arg(dim)
         dims = (dim,) if isinstance(dim, int) else tuple(dim)
     if not dims:
         return x

@@ -161,6 +161,8 @@ def unflatten(self, dim, sizes):
     d = S.wrap_dim(dim, nd)
     shape = self._data.shape
     sizes = tuple(sizes)
+    if not sizes:
+        raise RuntimeError("unflatten: sizes must be non-empty")
     inner = S.infer_size(sizes, shape[d]) if -1 in sizes else sizes
     if int(np.prod(inner)) != shape[d]:
         raise RuntimeError(f"unflatten: Provided sizes {list(sizes)} don't multiply up to the "
@@ -215,8 +217,10 @@ def permute(self, *dims):
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does "
                            f"not match the length of the desired ordering of dimensions i.e. "
                            f"input.dim() = {nd} is not equal to len(dims) = {len(dims)}")
-    dims = S.wrap_dims(dims, nd)
-    return apply_view(_PERMUTE, self, _permutation(dims))
+    wrapped = tuple(S.wrap_dim(d, nd) for d in dims)
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return apply_view(_PERMUTE, self, _permutation(wrapped))
 
 
 def movedim(self, source, destination):
@@ -227,7 +231,12 @@ def movedim(self, source, destination):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({list(src)} "
                            f"dims) should contain the same number of dims as destination "
                            f"({list(dst)} dims)")
-    src, dst = S.wrap_dims(src, nd), S.wrap_dims(dst, nd)
+    given = {"source": list(src), "destination": list(dst)}
+    src = tuple(S.wrap_dim(d, nd) for d in src)
+    dst = tuple(S.wrap_dim(d, nd) for d in dst)
+    for what, ds in (("source", src), ("destination", dst)):
+        if len(set(ds)) != len(ds):
+            raise RuntimeError(f"movedim: repeated dim in `{what}` ({given[what]})")
     if nd == 0:
         return alias(self)
     order = [d for d in range(nd) if d not in src]
@@ -242,7 +251,7 @@ def squeeze(self, dim=None):
     if dim is None:
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
     else:
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
+        dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
         axes = tuple(d for d in S.wrap_dims(dims, nd) if nd and shape[d] == 1)
     if not axes:
         return apply_view(_SQUEEZE, self, lambda a: a.view())
@@ -285,6 +294,8 @@ def narrow(self, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = S.wrap_dim(dim, nd)
     size = self._data.shape[d]
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
     start = int(start)
     if start < -size or start > size:
         raise IndexError(f"start out of range (expected to be in range of [{-size}, {size}], "
@@ -315,6 +326,8 @@ def select(self, dim, index):
 
 
 def unbind(self, dim=0):
+    if self._data.ndim == 0:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     d = S.wrap_dim(dim, self._data.ndim)
     return tuple(select(self, d, i) for i in range(self._data.shape[d]))
 
@@ -331,6 +344,9 @@ def split(self, split_size_or_sections, dim=0):
         sizes = [min(step, size - i) for i in range(0, size, step)] if size else [0]
     else:
         sizes = list(split_size_or_sections)
+        if any(s < 0 for s in sizes):
+            raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
+                               f"entries, but got split_sizes={sizes}")
         if sum(sizes) != size:
             raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {size} "
                                f"(input tensor's size at dimension {d}), but got "
@@ -387,6 +403,9 @@ def as_strided(self, size, stride, storage_offset=None):
     size, stride = tuple(size), tuple(stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape")
+    if any(st < 0 for st in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(stride)}")
     base_off = self.storage_offset()
     off = base_off if storage_offset is None else storage_offset
     storage = self._storage_obj()

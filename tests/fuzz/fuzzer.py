@@ -238,7 +238,9 @@ def _class(exc):
 # results whose fields name a LAPACK factorisation: on NaN/inf input its values are
 # whatever the library's LAPACK left there (torch's qr of a NaN matrix has finite entries)
 FACTORS = {("Q", "R"), ("U", "S", "Vh"), ("U", "S", "V"), ("eigenvalues", "eigenvectors"),
-           ("L", "U"), ("P", "L", "U"), ("LU", "pivots"), ("L", "info"), ("LD", "pivots")}
+           ("L", "U"), ("P", "L", "U"), ("LU", "pivots"), ("L", "info"), ("LD", "pivots"),
+           ("a", "tau")}   # (geqrf: how NaN spreads, and a -0.0 pivot's sign, are the LAPACK
+# build's choices: torch's and SciPy's differ)
 
 
 def _defined_part(r, args, mutation, values):

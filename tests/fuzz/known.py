@@ -30,10 +30,6 @@ KNOWN = {
         'torch RuntimeError: cannot sample n_sample > prob_dist.size(-1) samples without replacement | ember ValueError: cannot reshape array of s...',
     ('new_full', 'int_huge', 'error_class'):
         'torch RuntimeError: value cannot be converted to type int64_t without overflow | ember ValueError: Overflow when unpacking long long',
-    ('pow', 'last_dim_plus_one', 'error_class'):
-        'torch RuntimeError: The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1 | ember NotImplementedError...',
-    ('remainder', 'last_dim_plus_one', 'error_class'):
-        'torch RuntimeError: The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1 | ember NotImplementedError...',
     ('unfold', 'int_negative', 'error_class'):
         'torch RuntimeError: size is -1 but must be >= 0 | ember ValueError: strides is incompatible with shape of requested array and size of buffer',
     # ---- found when the issue-20 ops (complex, fft, special, linalg, misc) were merged,
@@ -52,16 +48,10 @@ KNOWN = {
         "torch RuntimeError: Can't call numpy() on Tensor that has conjugate bit set. Use tensor.resolve_conj().numpy() instead.",
     ('fft_ihfft', 'zero_size', 'accepted_bad'):
         "torch RuntimeError: Can't call numpy() on Tensor that has conjugate bit set. Use tensor.resolve_conj().numpy() instead.",
-    ('index_reduce', 'dim_too_negative', 'accepted_bad'):
-        'torch IndexError: Dimension out of range (expected to be in range of [-2, 1], but got -8)',
-    ('index_reduce', 'int_huge', 'accepted_bad'):
-        'torch ValueError: Overflow when unpacking long long',
     ('index_reduce', 'last_dim_plus_one', 'accepted_bad'):
         'torch RuntimeError: source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = [3, 3] source.s...',
     ('isin', 'dim_bool', 'accepted_bad'):
         'torch RuntimeError: Unsupported input type encountered for isin(): Bool',
-    ('isin', 'tensor_list', 'accepted_bad'):
-        'torch TypeError: isin() received an invalid combination of arguments - got (int, list), but expected one of:',
     ('linalg_householder_product', 'bool', 'accepted_bad'):
         'torch RuntimeError: torch.linalg.householder_product: tau dtype Bool does not match input dtype Double',
     ('ormqr', 'bool', 'accepted_bad'):
@@ -76,28 +66,10 @@ KNOWN = {
         'ember ValueError: cannot reshape array of size 0 into shape (0,3)',
     ('lu', 'zero_size', 'spurious_error'):
         'ember ValueError: cannot reshape array of size 0 into shape (0,3)',
-    ('bitwise_xor', 'last_dim_plus_one', 'error_class'):
-        'torch RuntimeError: The size of tensor a (4) must match the size of tensor b (5) at non-singleton dimension 1 | ember NotImplementedError...',
-    ('copysign', 'last_dim_plus_one', 'error_class'):
-        'torch RuntimeError: The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 1 | ember NotImplementedError...',
-    ('copysign', 'zero_size', 'error_class'):
-        'torch RuntimeError: The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 0 | ember NotImplementedError...',
-    ('floor_divide', 'last_dim_plus_one', 'error_class'):
-        'torch RuntimeError: The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 1 | ember NotImplementedError...',
-    ('fmod', 'last_dim_plus_one', 'error_class'):
-        'torch RuntimeError: The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1 | ember NotImplementedError...',
-    ('gcd', 'zero_size', 'error_class'):
-        'torch RuntimeError: The size of tensor a (3) must match the size of tensor b (0) at non-singleton dimension 1 | ember NotImplementedError...',
-    ('ge', 'zero_size', 'error_class'):
-        'torch RuntimeError: The size of tensor a (0) must match the size of tensor b (2) at non-singleton dimension 0 | ember NotImplementedError...',
     ('histogram', 'dim_str', 'error_class'):
         'torch TypeError: histogram() received an invalid combination of arguments - got (Tensor, str), but expected one of:',
     ('histogram', 'extra_dim', 'error_class'):
         'torch RuntimeError: torch.histogramdd: if weight tensor is provided it should have the same shape as the input tensor excluding its inner...',
-    ('igammac', 'zero_size', 'error_class'):
-        'torch RuntimeError: The size of tensor a (2) must match the size of tensor b (0) at non-singleton dimension 0 | ember NotImplementedError...',
-    ('lcm', 'last_dim_plus_one', 'error_class'):
-        'torch RuntimeError: The size of tensor a (5) must match the size of tensor b (4) at non-singleton dimension 1 | ember NotImplementedError...',
     ('linalg_cond', 'int_huge', 'error_class'):
         'torch RuntimeError: linalg.cond got an invalid norm type: 9.22337e+18 | ember ValueError: Overflow when unpacking long long',
     ('linalg_cond', 'specials', 'error_class'):

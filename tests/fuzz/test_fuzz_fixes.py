@@ -109,6 +109,8 @@ MUST_BE_TENSOR = [
      "lu_unpack(): argument 'LU_data' (position 1) must be Tensor, not str"),
     ("ormqr list tau", lambda L, F: L.ormqr(_eye(L), [1.0, 2.0], _eye(L)),
      "ormqr(): argument 'input2' (position 2) must be Tensor, not list"),
+    ("linalg.cholesky list", lambda L, F: L.linalg.cholesky([1.0, 2.0]),
+     "linalg_cholesky(): argument 'input' (position 1) must be Tensor, not list"),
 ]
 CASES += MUST_BE_TENSOR
 
@@ -232,3 +234,64 @@ def test_scatter_with_a_number_and_sum_to_size_with_ints_still_work():
     np.testing.assert_array_equal(e.numpy(), t.numpy())
     assert _x(ember).sum_to_size(1, 3).tolist() == _x(torch).sum_to_size(1, 3).tolist()
     assert _x(ember).sum_to_size((2, 3)).tolist() == _x(torch).sum_to_size((2, 3)).tolist()
+
+
+# ---- wrong values the fuzzer found at a fresh seed (20261202) ----
+def _same_result(t, e):
+    """Same shape, dtype and values (NaN where NaN, and the sign of zeros)."""
+    assert tuple(e.shape) == tuple(t.shape) and str(e.dtype).split(".")[-1] == \
+        str(t.dtype).split(".")[-1], (e, t)
+    a, b = e.detach().numpy(), t.detach().numpy()
+    np.testing.assert_array_equal(a, b)
+    assert (np.signbit(a) == np.signbit(b)).all(), (a, b)
+
+
+@pytest.mark.parametrize("fn", ["fftfreq", "rfftfreq"])
+@pytest.mark.parametrize("n", [-4, -3, -2, -1, 0, 1, 2, 5])
+@pytest.mark.parametrize("d", [1.0, 0.0, -0.5])
+def test_fftfreq_of_small_and_negative_n(fn, n, d):
+    """torch's rfftfreq has n / 2 + 1 bins with C++'s division toward zero (rfftfreq(-1) is
+    [-0.]), and scales by 1 / (n * d), so n = 0 or d = 0 give NaN/inf rather than an error."""
+    (tk, tr), (ek, er) = (_run(lambda L, F: getattr(L.fft, fn)(n, d), lib, None)
+                          for lib in (torch, ember))
+    assert tk == ek, (tr, er)
+    if tk == "raise":
+        assert type(er) is type(tr) and str(er) == str(tr), (tr, er)
+    else:
+        _same_result(tr, er)
+
+
+def _nonsymmetric(L, bad_pivot=False):
+    a = np.array([[4.0, 1.0, 0.5], [2.0, 3.0, 0.2], [-1.0, 0.7, 2.0]])
+    if bad_pivot:
+        a[1, 1] = -3.0
+    return L.tensor(np.stack([a, a.T + np.eye(3)]))
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("bad_pivot", [False, True])
+def test_cholesky_reads_the_triangle_torch_reads(upper, bad_pivot):
+    """upper=True factors the upper triangle (LAPACK's uplo='U'), upper=False the lower
+    one; on failure cholesky_ex returns LAPACK's partial factor of that triangle."""
+    t = torch.linalg.cholesky_ex(_nonsymmetric(torch, bad_pivot), upper=upper)
+    e = ember.linalg.cholesky_ex(_nonsymmetric(ember, bad_pivot), upper=upper)
+    assert e.info.tolist() == t.info.tolist()
+    np.testing.assert_allclose(e.L.numpy(), t.L.numpy(), rtol=1e-12, atol=1e-12)
+    if not bad_pivot:
+        np.testing.assert_allclose(
+            ember.linalg.cholesky(_nonsymmetric(ember), upper=upper).numpy(),
+            torch.linalg.cholesky(_nonsymmetric(torch), upper=upper).numpy(), rtol=1e-12)
+
+
+def test_geqrf_is_compared_as_a_factorisation():
+    """geqrf of NaN/inf input holds what the LAPACK build left (torch's and SciPy's spread
+    NaN, and pick a -0.0 pivot's sign, differently): the fuzzer compares its shapes and
+    dtypes only there, and its values everywhere else, where they agree with torch."""
+    from fuzzer import _defined_part
+    x = torch.tensor([[1.0, 2.0], [3.0, 4.0], [0.5, -1.0]], dtype=torch.float64)
+    r = torch.geqrf(x)
+    assert _defined_part(r, ((x,), {}), "specials", True)[1] is False
+    assert _defined_part(r, ((x,), {}), "int64", True)[1] is True
+    e = ember.geqrf(ember.tensor(x.numpy()))
+    np.testing.assert_allclose(e.a.numpy(), r.a.numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(e.tau.numpy(), r.tau.numpy(), rtol=1e-12, atol=1e-12)

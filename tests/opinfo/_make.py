@@ -255,3 +255,28 @@ def call(name, sample, args, kwargs, lib, reference=None):
         attr = getattr(args[0], meth)
         return attr if isinstance(attr, lib.Tensor) else attr(*args[1:], **kwargs)  # x.T
     return getattr(lib, name)(*args, **kwargs)
+
+
+@dataclass
+class ErrorInput:
+    """One invalid call (tests/opinfo/error_inputs.py): `sample` (args/kwargs as in samples),
+    the builtin exception class torch raises (`exc`: RuntimeError for torch's LinAlgError),
+    a regex its message and ember's must match, and `what`, a short name (the key of the
+    known-mismatch table)."""
+    sample: Sample
+    exc: type
+    regex: str
+    what: str
+
+    def __repr__(self):
+        return f"ErrorInput({self.what}: {self.sample!r} -> {self.exc.__name__} /{self.regex}/)"
+
+
+def E(what, exc, regex, *args, **kwargs):
+    """An ErrorInput calling the public function."""
+    return ErrorInput(Sample(args, kwargs), exc, regex, what)
+
+
+def Em(what, exc, regex, *args, **kwargs):
+    """An ErrorInput calling the Tensor method."""
+    return ErrorInput(Sample(args, kwargs, method=True), exc, regex, what)

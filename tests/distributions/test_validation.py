@@ -12,6 +12,17 @@ from _cases import build, close
 from test_values import CASES
 
 
+@pytest.fixture(autouse=True)
+def _torch_validates():
+    """torch's default is to validate; but compiling anything with torch (``torch.cond`` in
+    tests/ops/test_toplevel_misc.py) turns its validation off for the rest of the process,
+    so the oracle is put back in its default state here."""
+    old = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    yield
+    torch.distributions.Distribution.set_default_validate_args(old)
+
+
 def _gist(msg):
     """The message without the printed tensor and with the library's name neutral."""
     return re.sub(r"\b(ember|torch)\.", "", str(msg)).split("invalid values")[0]

@@ -253,8 +253,11 @@ from . import jit  # noqa: E402,F401  (ember.jit: TorchScript's API over ember.e
 from .compiler.threads import (set_num_threads, get_num_threads,  # noqa: F401,E402
                                set_num_interop_threads, get_num_interop_threads)
 
-from . import sparse  # noqa: E402,F401  (ember.sparse: a minimal COO sparse tensor)
-from .sparse import sparse_coo_tensor, sparse_coo, strided  # noqa: E402,F401
-# ember.sparse sits above the ops, so Tensor gets its to_sparse here (is_sparse is
-# ops/tensor_glue's flag, layout core's property)
+from . import sparse  # noqa: E402,F401  (ember.sparse: COO and 2-D CSR sparse tensors)
+from .sparse import (sparse_coo_tensor, sparse_csr_tensor, spmm,  # noqa: E402,F401
+                     sparse_coo, sparse_csr, strided)
+from .core.tensor import sparse_csc, sparse_bsr, sparse_bsc  # noqa: E402,F401
+# ember.sparse sits above the ops, so Tensor gets its to_sparse here (is_sparse and
+# is_sparse_csr are ops/tensor_glue's False flags, layout core's property)
 Tensor.to_sparse = Tensor.to_sparse_coo = sparse.to_sparse
+Tensor.to_sparse_csr = sparse.to_sparse_csr

@@ -47,6 +47,8 @@ def argument_error(op, fn, args, kwargs):
     for pos, (name, value) in enumerate(bound):
         if isinstance(value, Tensor) or isinstance(value, (int, float, bool, complex)):
             continue              # (many ops take Python numbers for tensor operands)
+        if op.name in ("mm", "matmul") and getattr(type(value), "_ember_sparse", False):
+            continue              # an ember.sparse operand: the product's own error stands
         if value is None and name in sig and sig[name].default is None:
             continue              # an optional tensor (bias=None)
         if name in declared:      # a tensor input: nothing else but a number will do

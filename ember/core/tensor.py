@@ -61,12 +61,17 @@ class memory_format(_NamedConstant):
 
 
 class layout(_NamedConstant):
-    """How a tensor stores its elements: ``ember.strided`` (dense) or ``ember.sparse_coo``."""
+    """How a tensor stores its elements: ``ember.strided`` (dense), ``ember.sparse_coo``,
+    ``ember.sparse_csr`` (ember.sparse's tensors; csc/bsr/bsc are named, not implemented)."""
     __slots__ = ()
 
 
 strided = layout("strided")
 sparse_coo = layout("sparse_coo")
+sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
 
 
 contiguous_format = memory_format("contiguous_format")

@@ -220,6 +220,15 @@ def matmul(input, other, *, out=None):
             graph.record(_MATMUL, (input, other), res, {})
         return res
     if not isinstance(input, Tensor) or not isinstance(other, Tensor):
+        # a sparse operand (ember.sparse's classes, which ops may not import) brings its own
+        # product: this lookup is off the dense path
+        hook = getattr(type(other if isinstance(input, Tensor) else input), "_sparse_matmul",
+                       None)
+        if hook is not None:
+            if out is not None:
+                raise NotImplementedError("ember.sparse: out= with a sparse operand is not "
+                                          "supported")
+            return hook(input, other)
         raise TypeError("matmul(): argument 'other' must be Tensor")
     a, b = input._data, other._data
     if a.ndim == 0 or b.ndim == 0:

@@ -268,10 +268,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
             key = key.repeat_interleave(rep, dim=-3)
             value = value.repeat_interleave(rep, dim=-3)
         try:
-            return _sdpa_fast(query, key, value, is_causal, scale)
+            return SDPA.fused(query, key, value, is_causal, scale)
         except MetaData:    # a meta input: the decomposition is its meta rule
             pass
-    return _sdpa_decomp(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+    return SDPA.decomp(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
 
 
 SDPA = composite("scaled_dot_product_attention", scaled_dot_product_attention, _sdpa_decomp,

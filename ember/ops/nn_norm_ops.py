@@ -186,10 +186,10 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     _check_affine(shape, weight, bias)
     if _layer_norm_fast_ok(input, weight, bias, shape):
         try:
-            return _layer_norm_fast(input, weight, bias, dims, eps)
+            return LAYER_NORM.fused(input, weight, bias, dims, eps)
         except MetaData:    # a meta input: the decomposition is its meta rule
             pass
-    return _layer_norm_decomp(input, normalized_shape, weight, bias, eps)
+    return LAYER_NORM.decomp(input, normalized_shape, weight, bias, eps)
 
 
 LAYER_NORM = composite("layer_norm", layer_norm, _layer_norm_decomp, fused=_layer_norm_fast,

@@ -150,3 +150,41 @@ def test_scalars_saved_as_tensors_is_read_from_the_opdef():
     y.backward()
     with pytest.raises(RuntimeError, match="backward through the graph a second time"):
         y.backward()
+
+
+def _init_fields(cls):
+    """The attributes `cls.__init__` sets (``self.x = ...``)."""
+    import inspect
+    import textwrap
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls.__init__)))
+    return {t.attr for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
+            if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+            and t.value.id == "self"}
+
+
+def _unread(fields):
+    """The names of `fields` that no module of ember/ reads as ``<expr>.field`` (reads
+    through ``self`` do not count: a constructor setting a field is not a reader)."""
+    read = set()
+    for root, _, files in os.walk(EMBER):
+        for f in files:
+            if f.endswith(".py"):
+                with open(os.path.join(root, f)) as fh:
+                    tree = ast.parse(fh.read())
+                read |= {n.attr for n in ast.walk(tree)
+                         if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Load)
+                         and not (isinstance(n.value, ast.Name) and n.value.id == "self")}
+    return sorted(set(fields) - read)
+
+
+def test_every_opdef_field_is_read_somewhere():
+    """Each field an OpDef (or its backward template) declares is read by some module: a
+    field nobody reads is decorative, which the registry must not have."""
+    from ember.autograd.derivative import Derivative
+    fields = _init_fields(OpDef) | _init_fields(Derivative)
+    assert {"kind", "grads", "lower", "fused", "decomp", "meta"} <= fields
+    assert not _unread(fields), f"OpDef fields no module reads: {_unread(fields)}"
+
+
+def test_the_field_scan_sees_an_unread_field():
+    assert _unread({"kind", "no_such_field_anywhere"}) == ["no_such_field_anywhere"]

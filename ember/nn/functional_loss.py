@@ -302,7 +302,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
         z = z * z
     if weight is not None:
         z = z * weight[t].unsqueeze(1)
-    not_y = arange(c).unsqueeze(0) != t.unsqueeze(1)
+    not_y = arange(c, device=x.device).unsqueeze(0) != t.unsqueeze(1)
     loss = where(not_y, z, 0.0).sum(1) / c
     if squeeze:
         loss = loss.reshape(target.shape if target.dim() else ())

@@ -402,11 +402,13 @@ def _adaptive_avg(nd, name, input, output_size):
         k = int((end - start).max())
         pos = start[:, None] + np.arange(k)
         rest = (1,) * (x.dim() - d - 1)
-        mask = tensor((pos < end[:, None]).reshape((out[i], k) + rest))
-        g = x.index_select(d, tensor(np.minimum(pos, n_in - 1).reshape(-1)))
+        dev = x.device      # (the constants live where the input does: meta stays meta)
+        mask = tensor((pos < end[:, None]).reshape((out[i], k) + rest), device=dev)
+        g = x.index_select(d, tensor(np.minimum(pos, n_in - 1).reshape(-1), device=dev))
         g = g.reshape(tuple(x.shape[:d]) + (out[i], k) + tuple(x.shape[d + 1:]))
-        g = _where(mask, g, tensor(0, dtype=x.dtype))
-        x = g.sum(d + 1) / tensor((end - start).reshape((out[i],) + rest), dtype=x.dtype)
+        g = _where(mask, g, tensor(0, dtype=x.dtype, device=dev))
+        x = g.sum(d + 1) / tensor((end - start).reshape((out[i],) + rest), dtype=x.dtype,
+                                  device=dev)
     return x
 
 

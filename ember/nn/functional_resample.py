@@ -215,7 +215,7 @@ def pad(input, pad, mode="constant", value=None):
             for p in (max(lo, 0), max(hi, 0)):
                 shape = list(x.shape)
                 shape[d] = p
-                parts.append(full(shape, v, dtype=x.dtype))
+                parts.append(full(shape, v, dtype=x.dtype, device=x.device))
             if lo > 0 or hi > 0:
                 x = cat([parts[0], x, parts[1]], d)
         return x

@@ -49,7 +49,6 @@ NO_RULE = {
 # ops whose meta result differs from the cpu one today (strict xfails: a fix fails them,
 # so the table only shrinks), and why
 KNOWN = {
-    "adaptive_avg_pool3d": "makes a cpu tensor inside (no device=): device mismatch",
     "pad": "makes a cpu tensor inside (no device=): device mismatch",
     "multi_margin_loss": "makes a cpu tensor inside (no device=): device mismatch",
     "repeat_interleave": "repeats as a tensor: the size is read from its values",

@@ -52,6 +52,10 @@ def _infer_dtype(data):
             raise ValueError("too many dimensions 'str'")
         elif hasattr(x, "__array__"):
             d = D.from_numpy_dtype(np.asarray(x).dtype)
+        elif hasattr(x, "__len__") and hasattr(x, "__getitem__") and \
+                not isinstance(x, (dict, bytes)):
+            stack.extend(x[i] for i in range(len(x)))   # any sequence (deque, range...)
+            continue
         else:
             raise RuntimeError(f"Could not infer dtype of {type(x).__name__}")
         dt = d if dt is None else D.promote_types(dt, d)

@@ -2,6 +2,8 @@
 of as_tensor/from_numpy/DLPack, the shape-based constructors and their _like/new_ forms,
 arange/linspace/logspace/eye values, and the legacy constructors (ember.Tensor(2, 3),
 FloatTensor...)."""
+import collections
+
 import numpy as np
 import pytest
 import torch
@@ -63,6 +65,34 @@ def test_tensor_from_tensors():
     both(lambda m: m.tensor([m.tensor(1), m.tensor(2)]))
     with pytest.warns(UserWarning):  # torch: copy-construct warning; ember warns the same way
         both(lambda m: m.tensor(m.arange(3)))
+
+
+class _Seq:
+    """A user sequence: only __len__ and __getitem__ (torch's reader takes it)."""
+    def __init__(self, items):
+        self.items = items
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        return self.items[i]
+
+
+@pytest.mark.parametrize("data", [
+    lambda: collections.deque([1, 2, 3]), lambda: collections.deque([collections.deque([1.5])]),
+    lambda: range(4), lambda: [range(2), (5, 6)], lambda: _Seq([0.5, 2]),
+    lambda: [_Seq([1, 2]), _Seq([3, 4])]], ids=["deque", "nested-deque", "range",
+                                                "range-in-list", "user-seq", "user-seqs"])
+def test_tensor_of_any_sequence(data):
+    both(lambda m: m.tensor(data()))
+
+
+def test_tensor_of_a_mapping_is_refused_like_torch():
+    with pytest.raises(RuntimeError, match="Could not infer dtype of dict"):
+        torch.tensor({1: 2})
+    with pytest.raises(RuntimeError, match="Could not infer dtype of dict"):
+        ember.tensor({1: 2})
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float64", "int8", "uint8", "bool"])

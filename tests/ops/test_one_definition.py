@@ -188,3 +188,18 @@ def test_every_opdef_field_is_read_somewhere():
 
 def test_the_field_scan_sees_an_unread_field():
     assert _unread({"kind", "no_such_field_anywhere"}) == ["no_such_field_anywhere"]
+
+
+def test_every_opdef_is_registered():
+    """One op, one definition: every OpDef object alive after import is the registry's
+    record of its op (a backward template that is not an op is an autograd Derivative)."""
+    import gc
+    registered = {id(op) for op in registry.OPS.values()}
+    stray = sorted(o.name for o in gc.get_objects()
+                   if isinstance(o, OpDef) and id(o) not in registered)
+    assert not stray, f"OpDefs that are not in the registry: {stray}"
+    # and each template names a registered op, or only itself (an internal one)
+    from ember.autograd.derivative import BY_OP
+    for of, templates in BY_OP.items():
+        for d in templates:
+            assert d.of == of and (of in registry.OPS or of == d.name), d

@@ -195,6 +195,7 @@ def test_every_opdef_is_registered():
     record of its op (a backward template that is not an op is an autograd Derivative)."""
     import gc
     registered = {id(op) for op in registry.OPS.values()}
+    gc.collect()      # (a test's own OpDef, freed but held in a cycle, is not a stray)
     stray = sorted(o.name for o in gc.get_objects()
                    if isinstance(o, OpDef) and id(o) not in registered)
     assert not stray, f"OpDefs that are not in the registry: {stray}"

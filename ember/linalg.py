@@ -123,7 +123,8 @@ def matrix_power(A, n, *, out=None):
                            f"they are {A.shape[-2]} by {A.shape[-1]} matrices")
     if n == 0:
         eye = np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype.np), A.shape)
-        return _out(wrap(eye.copy(), A.dtype), out)
+        return _out(wrap(eye.copy() if type(A._data) is not _M.MetaArray else
+                         _M.meta_array(A.shape, A.dtype.np), A.dtype), out)
     base = inv(A) if n < 0 else A
     n = abs(n)
     result = None
@@ -294,3 +295,15 @@ for _name, _rule in (("linalg_inv", _M.square_matrix("linalg.inv")),
                      ("linalg_eigh", _M.eigh), ("linalg_eigvalsh", _M.eigvalsh),
                      ("pinverse", _M.pinverse)):
     _OPS[_name].meta = _rule
+
+
+def _matrix_rank_meta(A, *, atol=None, rtol=None, hermitian=False, tol=None, out=None):
+    """matrix_rank on meta: the checks, then an int64 result of the batch shape."""
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.matrix_rank: The input tensor input must have at "
+                           "least 2 dimensions.")
+    _check_matrix("linalg.matrix_rank", A, square=False)
+    return _M.result(tuple(A.shape[:-2]), D.int64)
+
+
+_OPS["linalg_matrix_rank"].meta = _matrix_rank_meta

@@ -69,7 +69,8 @@ def _windows(a, ksize, stride, dil, out):
     nd = len(ksize)
     return as_strided(a, a.shape[:2] + tuple(out) + tuple(ksize),
                       st[:2] + tuple(st[2 + i] * stride[i] for i in range(nd))
-                      + tuple(st[2 + i] * dil[i] for i in range(nd)), writeable=False)
+                      + tuple(st[2 + i] * dil[i] for i in range(nd)), writeable=False,
+                      subok=True)     # (subok: a meta array's windows stay meta)
 
 
 def _tap_slices(k, stride, dil, out):

@@ -310,7 +310,7 @@ def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_
                  for i in range(nd))
     n, c = x.shape[:2]
     flat = x.reshape((n * c, 1) + size)
-    ones = _ones((1, 1) + ks, dtype=x.dtype)
+    ones = _ones((1, 1) + ks, dtype=x.dtype, device=x.device)
     s = _conv(flat, ones, st, pads, dil, 1).reshape((n, c) + out)
     if divisor_override is not None:
         r = s / divisor_override
@@ -322,7 +322,9 @@ def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_
             if not count_include_pad:
                 start, end = np.maximum(start, 0), np.minimum(end, size[i])
             div = np.multiply.outer(div, end - start)
-        r = s / wrap(div.astype(x.dtype.np), x.dtype)
+        div = div.astype(x.dtype.np) if type(s._data) is not _MetaArray else \
+            _empty_meta(div.shape, x.dtype)._data        # (the divisors: metadata on meta)
+        r = s / wrap(div, x.dtype)
     return r if batched else r.squeeze(0)
 
 
@@ -432,6 +434,9 @@ def _adaptive_max(nd, name, input, output_size, return_indices):
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
     a = _arr(x)
+    if type(a) is _MetaArray:       # meta: the indices' metadata; the gather runs on meta
+        return _adaptive_max_end(x, _empty_meta(tuple(x.shape[:2]) + out, int64), out,
+                                 batched, return_indices)
     size = a.shape[2:]
     # every window padded to the widest one; padded slots read -inf
     idx, valid = [], []
@@ -461,7 +466,12 @@ def _adaptive_max(nd, name, input, output_size, return_indices):
         start, _ = _adaptive_bounds(size[i], out[i])
         o = start.reshape((-1,) + (1,) * (nd - 1 - i))
         flat = flat * size[i] + o + kidx[i]
-    it = wrap(flat.astype(np.int64), int64)
+    return _adaptive_max_end(x, wrap(flat.astype(np.int64), int64), out, batched,
+                             return_indices)
+
+
+def _adaptive_max_end(x, it, out, batched, return_indices):
+    """The values at the flat indices `it` (N, C, *out) of each window's maximum."""
     r = x.flatten(2).gather(2, it.flatten(2)).reshape(x.shape[:2] + out)
     if not batched:
         r, it = r.squeeze(0), it.squeeze(0)

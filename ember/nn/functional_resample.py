@@ -18,6 +18,7 @@ from ..dispatch import wrap, with_mode_seam
 from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.nn_ops import whole_call as _whole_call  # (registers a function as its op)
 from ..ops.registry import FP32 as _FP32
+from ..ops.meta_rules import on_device_of as _on_device_of
 from .functional_pool import _adaptive_avg, _along
 from ..ops.dtype_support import FLOATING
 
@@ -244,7 +245,7 @@ def pad(input, pad, mode="constant", value=None):
             x = x.narrow(d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
             n, lo, hi = x.shape[d], max(lo, 0), max(hi, 0)
         idx = _pad_index(n, lo, hi, mode)
-        x = x.index_select(d, wrap(idx.astype(np.int64), int64))
+        x = x.index_select(d, wrap(_on_device_of(idx.astype(np.int64), x), int64))
     return x
 
 

@@ -21,6 +21,8 @@ from . import batch_rules as _br
 from .view import apply_view, view_op, _view_scatter, strided_view, repoint
 from .view import _SELECT, _SLICE, _UNSQUEEZE, _ALIAS
 from .view_common import ints_first as _ints_first
+from ..core.meta import MetaArray
+from . import meta_rules as M
 
 _INDEX = Derivative("index", of="__getitem__", attrs={"shape": None, "view_fn": None},
                     grads={"self": lambda g, shape, view_fn: _view_scatter(g, shape, view_fn)},
@@ -145,6 +147,77 @@ def _basic_view(a, idx):
     return repoint(r, a, off)
 
 
+def _meta_advanced(a, idx):
+    """The metadata of `a[idx]` for a meta `a` and a normalised advanced `idx` (no ints:
+    `_ints_first` applied them), by NumPy's rules: index arrays broadcast; their dims go
+    where the first one stands when they are adjacent, else to the front. A bool mask
+    needs its values (the count of True): a meta one is torch's NotImplementedError (its
+    meta nonzero), a cpu one counts. The strides are those of NumPy's copy of the same
+    index on a tiny stand-in of `a` (at most 2 per dim, `a`'s dim order)."""
+    n_used = sum(1 if not isinstance(v, np.ndarray) or v.dtype != np.bool_ else v.ndim
+                 for v in idx if v is not None and v is not Ellipsis)
+    shape, small_idx, adv_shapes = [], [], []
+    first = sep = None      # result position of the advanced dims; whether they are split
+    d, last_adv = 0, None
+    for k, v in enumerate(idx):
+        if isinstance(v, np.ndarray):
+            if v.dtype == np.bool_:
+                if type(v) is MetaArray:
+                    if v.ndim == 0:
+                        raise RuntimeError("Tensor.item() cannot be called on meta tensors")
+                    raise NotImplementedError(
+                        "aten::nonzero: a boolean mask index on meta tensors: the result's "
+                        "shape depends on the mask's values (torch's meta refuses it too)")
+                for j in range(v.ndim):
+                    if v.shape[j] != a.shape[d + j]:
+                        raise IndexError(f"The shape of the mask {list(v.shape)} at index "
+                                         f"{j} does not match the shape of the indexed tensor "
+                                         f"{list(a.shape)} at index {d + j}")
+                count = int(np.count_nonzero(v))
+                parts, d = (count,), d + v.ndim
+                small_idx.extend([np.zeros(min(count, 2), np.intp)] * v.ndim if v.ndim
+                                 else [v])
+            else:
+                if type(v) is not MetaArray and v.size:       # a cpu index: its bounds
+                    n = a.shape[d]
+                    lo, hi = int(v.min()), int(v.max())
+                    if hi >= n or lo < -n:
+                        bad = hi if hi >= n else lo
+                        raise IndexError(f"index {bad} is out of bounds for dimension {d} "
+                                         f"with size {n}")
+                parts, d = v.shape, d + 1
+                small_idx.append(np.zeros(tuple(min(s, 2) for s in v.shape), np.intp))
+            adv_shapes.append(tuple(parts))
+            if first is None:
+                first = len(shape)
+            elif last_adv != k - 1:
+                sep = True
+            last_adv = k
+            continue
+        if v is None:
+            shape.append(1)
+            small_idx.append(None)
+        elif v is Ellipsis:
+            n_ell = a.ndim - n_used
+            shape.extend(a.shape[d:d + n_ell])
+            small_idx.append(Ellipsis)
+            d += n_ell
+        else:                       # a slice
+            shape.append(len(range(*v.indices(a.shape[d]))))
+            small_idx.append(slice(None))
+            d += 1
+    try:
+        bshape = np.broadcast_shapes(*adv_shapes)
+    except ValueError:
+        raise IndexError("shape mismatch: indexing tensors could not be broadcast together "
+                         "with shapes " + " ".join(str(list(s)) for s in adv_shapes)) from None
+    at = 0 if sep else first
+    shape[at:at] = bshape
+    proxy = M._proxy(a.shape, [s // a.itemsize for s in a.strides])
+    small = np.array(proxy[tuple(small_idx)], copy=True)
+    return M.meta_array(shape, a.dtype, M._strides_from(small, tuple(shape)))
+
+
 def getitem(self, index):
     split = _ints_first(index)
     if split is not None:
@@ -167,11 +240,14 @@ def getitem(self, index):
                               lambda a: _basic_view(a, idx))
         except IndexError as e:
             raise IndexError(str(e).replace("axis", "dimension")) from None
-    try:
-        r = self._data[idx]
-    except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
-    out = wrap(np.array(r, copy=True), self.dtype)
+    if type(self._data) is MetaArray:
+        out = wrap(_meta_advanced(self._data, idx), self.dtype)
+    else:
+        try:
+            r = self._data[idx]
+        except IndexError as e:
+            raise IndexError(str(e).replace("axis", "dimension")) from None
+        out = wrap(np.array(r, copy=True), self.dtype)
     if state.enabled and self._requires_grad:
         graph.record(_INDEX, (self,), out, {"shape": self._data.shape,
                                             "view_fn": lambda a: a[idx]})

@@ -380,37 +380,46 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         if input.dim() != 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         reps = _check_repeats(input)
-        return wrap(np.repeat(np.arange(input.shape[0]), reps), input.dtype)
+        idx = np.repeat(np.arange(input.shape[0]), reps) if reps is not None else \
+            M.repeat_index(output_size)
+        return wrap(idx, input.dtype)
     if dim is None:
         input = input.reshape(-1)
         dim = 0
     d = S.wrap_dim(dim, input.dim())
     n = input.shape[d] if input.dim() else 1
+    idx = None
     if isinstance(repeats, Tensor):
         if repeats.dim() > 1:
             raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
-        reps = _check_repeats(repeats)
-        if reps.size == 1:
-            reps = np.full(n, int(reps.reshape(-1)[0]))
-        elif reps.size != n:
+        if repeats.numel() not in (1, n):
             raise RuntimeError(f"repeats must have the same size as input along dim, but got "
-                               f"repeats.size(0) = {reps.size} and input.size({d}) = {n}")
+                               f"repeats.size(0) = {repeats.numel()} and input.size({d}) = {n}")
+        reps = _check_repeats(repeats)
+        if reps is None:        # meta counts: output_size says the length
+            idx = M.repeat_index(output_size)
+        elif reps.size == 1:
+            reps = np.full(n, int(reps.reshape(-1)[0]))
     else:
         if repeats < 0:
             raise RuntimeError("Repeats must be non-negative")
         reps = np.full(n, int(repeats))
-    idx = np.repeat(np.arange(n), reps)
-    if output_size is not None and output_size != idx.size:
-        raise RuntimeError("allocated size does not match required size")
+    if idx is None:
+        idx = M.on_device_of(np.repeat(np.arange(n), reps), input)
+        if output_size is not None and output_size != idx.size:
+            raise RuntimeError("allocated size does not match required size")
     if input.dim() == 0:
         input = input.reshape(1)
     return input.index_select(d, wrap(idx, D.int64))
 
 
 def _check_repeats(t):
+    """The counts (int64), None for meta counts (their values are unknown)."""
     if t.dtype not in (D.int64, D.int32):
         raise NotImplementedError(f'"repeat_interleave_cpu" not implemented for '
                            f"'{torch_name(t.dtype)}'")
+    if type(t._data) is M.MetaArray:
+        return None
     reps = t._data.astype(np.int64)
     if (reps < 0).any():
         raise RuntimeError("repeats can not be negative")

@@ -118,14 +118,18 @@ def einsum(equation, *operands):
 def _einsum(subs, out, sizes, operands):
     eq = ",".join(subs) + "->" + out
     dt = operands[0].dtype
-    if dt is D.bool_:
-        r = np.einsum(eq, *[t._data.astype(np.int64) for t in operands], optimize=True) != 0
-    else:
-        arrays = [kernel_array(t) for t in operands]
-        r = _einsum_as_matmul(subs, out, arrays) if len(arrays) == 2 else None
-        if r is None:
-            r = np.einsum(eq, *arrays, optimize=True)
-    r = np.asarray(r)
+    try:
+        if dt is D.bool_:
+            r = np.einsum(eq, *[t._data.astype(np.int64) for t in operands],
+                          optimize=True) != 0
+        else:
+            arrays = [kernel_array(t) for t in operands]
+            r = _einsum_as_matmul(subs, out, arrays) if len(arrays) == 2 else None
+            if r is None:
+                r = np.einsum(eq, *arrays, optimize=True)
+        r = np.asarray(r)
+    except M.MetaData:      # meta operands: the (C-contiguous) result's metadata
+        r = M.out_array(tuple(sizes[c] for c in out), dt.np, *operands)
     if len(subs) == 1 and dt._kind < 2 and set(subs[0]) - set(out):
         dt = D.int64   # PyTorch reduces a lone integer operand with sum(), which gives int64
     result = wrap(r if r.flags.c_contiguous else r.copy(), dt)
@@ -300,6 +304,9 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     shape = []
     for k in range(nd):
         shape.append(n if k in (d1, d2) else rest.pop(0))
+    if type(a) is M.MetaArray:      # meta: the result's metadata (np.zeros is C order)
+        return finish(_DIAG_EMBED, (input,), M.meta_array(shape, a.dtype), input.dtype,
+                      {"offset": offset, "dim1": d1, "dim2": d2})
     r = np.zeros(shape, a.dtype)
     # write through a view of r in which (d1, d2) are the last two dims
     others = [k for k in range(nd) if k not in (d1, d2)]
@@ -335,7 +342,11 @@ def _cross(a, b, dim):
     """Cross product of broadcast tensors along `dim` (already wrapped, size 3)."""
     shape = S.broadcast_shapes(a._data.shape, b._data.shape)
     x, y = np.broadcast_to(a._data, shape), np.broadcast_to(b._data, shape)
-    r = np.cross(x, y, axis=dim)
+    try:
+        r = np.cross(x, y, axis=dim)
+    except M.MetaData:      # meta operands: the metadata of NumPy's result
+        M.check_meta_devices((a, b), {})
+        r = M.meta_array(shape, a.dtype.np, M.cross_layout(a, b, shape, dim))
     return finish(_CROSS, (a, b), r, a.dtype, {"dim": dim})
 
 

@@ -17,6 +17,7 @@ from .registry import OpDef, EXTERN, FP32, register
 from ..autograd.derivative import Derivative
 from .linalg import finish, record_fn, _out, diag_embed as _diag_embed
 from .linalg_more import _check_float
+from . import meta_rules as _M
 
 
 class LinAlgError(RuntimeError):
@@ -96,6 +97,11 @@ def _solve_mat(A, B):
     try:
         with np.errstate(all="ignore"):
             r = np.linalg.solve(A._data, B._data)
+    except _M.MetaData:     # meta operands: the metadata of NumPy's result
+        _M.check_meta_devices((A, B), {})
+        shape = S.broadcast_shapes(A._data.shape[:-2], B._data.shape[:-2])
+        r = _M.meta_array(shape + B._data.shape[-2:], A.dtype.np,
+                          _M.gufunc_layout(((A, 2), (B, 2)), shape, B._data.shape[-2:]))
     except np.linalg.LinAlgError:
         b, _ = _first_zero_pivot(np.broadcast_to(A._data, A._data.shape))
         raise LinAlgError(f"torch.linalg.solve: {_batch_prefix(A._data, b)}The solver failed "

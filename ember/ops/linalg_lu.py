@@ -269,7 +269,9 @@ def inv_ex(A, *, check_errors=False, out=None):
     eye = np.broadcast_to(np.eye(A.shape[-1], dtype=A.dtype.np), A.shape)
     with np.errstate(all="ignore"):
         x = _getrs(lu_, piv, np.ascontiguousarray(eye))
-    return inv_ex_t(wrap(x, A.dtype), wrap(info, D.int32))
+    # (row-major, as np.linalg.inv's inverse of an invertible A: the layout does not
+    # depend on the values, so the meta result's is the cpu one)
+    return inv_ex_t(wrap(np.ascontiguousarray(x), A.dtype), wrap(info, D.int32))
 
 
 def _getrs(lu_, piv, b):

@@ -11,7 +11,8 @@ places:
 Result strides are those the cpu kernel's NumPy call gives (`numpy_layout`): NumPy orders a
 result's dims like its operands' (order "K"), so a transposed input gives a transposed
 result. The layout is read off NumPy itself, run on tiny stand-in arrays of the same dim
-order (at most 2 elements per dim), which is exact and costs microseconds.
+order (at most 2 elements per dim), which is exact and costs microseconds
+(ember/ops/meta_layout.py).
 
 >>> x = ember.empty(3, 4, device="meta")
 >>> (x.t() * 2).stride()
@@ -20,7 +21,6 @@ order (at most 2 elements per dim), which is exact and costs microseconds.
 import functools
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided as _np_as_strided
 
 from ..core import dtype as D
 from ..core import strides as S
@@ -30,79 +30,11 @@ from ..core.tensor import Tensor
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .. import dispatch
-
-# ---- layouts --------------------------------------------------------------------------
-
-
-def _proxy(shape, strides):
-    """A tiny real array with `shape`'s dims clipped to 2 and the dim order of `strides`
-    (stride-0 dims stay stride 0)."""
-    small = tuple(min(s, 2) for s in shape)
-    order = sorted(range(len(shape)), key=lambda d: (abs(strides[d]), -d))
-    st, acc = [0] * len(shape), 1
-    for d in order:
-        if strides[d] == 0 and shape[d] != 1:
-            continue
-        st[d] = acc
-        acc *= small[d]
-    base = np.zeros(max(acc, 1), np.int8)
-    return _np_as_strided(base, small, tuple(st))
-
-
-def _strides_from(small_result, shape):
-    """Element strides for `shape` in the dim order of NumPy's tiny result."""
-    rs = small_result.strides
-    order = sorted(range(len(shape)), key=lambda d: (rs[d], 0 if small_result.shape[d] == 1
-                                                     else 1))
-    st, acc = [0] * len(shape), 1
-    for d in order:
-        st[d] = acc
-        acc *= shape[d]
-    return tuple(st)
-
-
-@functools.lru_cache(maxsize=4096)
-def _layout(operands, shape, axis, keepdims):
-    proxies = [_proxy(s, st) for s, st in operands]
-    if axis is False:
-        small = np.add(*proxies) if len(proxies) == 2 else \
-            (np.positive(proxies[0]) if len(proxies) == 1 else proxies[0] + sum(proxies[1:]))
-        if small.shape != tuple(min(s, 2) for s in shape):      # scalars broadcast against
-            small = np.positive(np.broadcast_to(small, tuple(min(s, 2) for s in shape)))
-    else:
-        small = np.add.reduce(proxies[0], axis=axis, keepdims=keepdims)
-    return _strides_from(small, shape)
-
-
-def numpy_layout(tensors, shape):
-    """Element strides NumPy gives an elementwise result of `shape` over `tensors`."""
-    if len(shape) < 2:
-        return S.contiguous_strides(shape)
-    n = len(shape)
-    ops = tuple(((1,) * (n - t._data.ndim) + tuple(t._data.shape),
-                 (0,) * (n - t._data.ndim) + t.stride()) for t in tensors
-                if t._data.ndim and t._data.size)
-    ops = ops or ((tuple(shape), S.contiguous_strides(shape)),)
-    if len(ops) > 3:
-        ops = ops[:3]
-    return _layout(ops, tuple(shape), False, False)
-
-
-def joined_layout(np_join, tensors, shape, axis):
-    """Element strides of np.concatenate / np.stack (`np_join`) of `tensors` along `axis`:
-    NumPy orders the result's dims like its operands' (order "K"), read off tiny stand-ins."""
-    if len(shape) < 2:
-        return S.contiguous_strides(shape)
-    small = np_join([_proxy(tuple(t._data.shape), t.stride()) for t in tensors], axis=axis)
-    return _strides_from(small, tuple(shape))
-
-
-def reduction_layout(t, axis, keepdim, shape):
-    """Element strides of NumPy's reduction of `t` over `axis`."""
-    if t._data.ndim < 2 or not t._data.size or len(shape) < 2:
-        return S.contiguous_strides(shape)
-    return _layout(((tuple(t._data.shape), t.stride()),), tuple(shape),
-                   axis if axis is None else tuple(axis), bool(keepdim))
+from ..dispatch import check_meta_devices  # noqa: F401  (for the rules' callers)
+# the layouts (NumPy's result strides, read off tiny stand-ins)
+from .meta_layout import (_proxy, _strides_from, _layout, numpy_layout,  # noqa: F401
+                          joined_layout, reduction_layout, cross_layout, gufunc_layout,
+                          standin, standin_layout)
 
 
 def result(shape, dtype, strides=None):
@@ -305,6 +237,17 @@ def out_array(shape, np_dtype, *inputs, strides=None, like=None):
     return meta_array(shape, np_dtype, strides)
 
 
+def zero_index(a):
+    """The 0-dim int64 index (0) of a 0-dim input's selection: meta for a meta `a`."""
+    return np.zeros((), np.int64) if type(a) is not MetaArray else meta_array((), np.int64)
+
+
+def on_device_of(arr, t):
+    """`arr`, a constant an op built in NumPy (an index, a mask), on tensor `t`'s device:
+    for a meta `t`, a meta array of its shape and dtype (cpu: `arr` itself)."""
+    return arr if type(t._data) is not MetaArray else meta_array(arr.shape, arr.dtype)
+
+
 # ---- explicit rules of non-pointwise ops (attached at their definition sites) ----------
 _FIELDS = {"slogdet": ("sign", "logabsdet"), "linalg_eigh": ("eigenvalues", "eigenvectors"),
            "linalg_svd": ("U", "S", "Vh"), "linalg_qr": ("Q", "R")}
@@ -431,8 +374,13 @@ def histc(input, bins=100, min=0, max=0, *, out=None):
 
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None, out=None):
-    shape = input._data.shape if isinstance(input, Tensor) else ()
-    res = result(shape, D.int32 if out_int32 else D.int64)
+    shape = tuple(input._data.shape) if isinstance(input, Tensor) else ()
+    seq_shape = tuple(sorted_sequence._data.shape)
+    strides = None
+    if len(seq_shape) > 1 and not out_int32 and seq_shape[-1] and 0 not in shape:
+        # the batched search's result is the values' columns of a (rows, n + m) array
+        strides = S.contiguous_strides(shape[:-1] + (seq_shape[-1] + shape[-1],))
+    res = result(shape, D.int32 if out_int32 else D.int64, strides)
     return res if out is None else write_out(out, res)
 
 
@@ -440,6 +388,14 @@ def bucketize(input, boundaries, *, out_int32=False, right=False, out=None):
     shape = input._data.shape if isinstance(input, Tensor) else ()
     res = result(shape, D.int32 if out_int32 else D.int64)
     return res if out is None else write_out(out, res)
+
+
+def repeat_index(output_size):
+    """repeat_interleave's index for meta counts: `output_size` long (torch's error
+    without it: the length is the counts' sum)."""
+    if output_size is None:
+        raise RuntimeError("cannot repeat_interleave a meta tensor without output_size")
+    return meta_array((output_size,), np.int64)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
@@ -474,7 +430,12 @@ def cdist(x1, x2, p=2.0, compute_mode=None):
 
 def cross(input, other, dim=None, *, out=None):
     shape = S.broadcast_shapes(tuple(input.shape), tuple(other.shape))
-    res = result(shape, input.dtype, numpy_layout([other], shape))
+    if dim is None:
+        dim = next((k for k, s in enumerate(shape) if s == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    d = S.wrap_dim(dim, len(shape))
+    res = result(shape, input.dtype, cross_layout(input, other, shape, d))
     return res if out is None else write_out(out, res)
 
 
@@ -499,8 +460,8 @@ def slogdet(A, *, out=None):
 
 def square_matrix(name):
     def meta(A, *args, out=None, **kwargs):
-        _square(name, A)
-        res = result(A._data.shape, A.dtype)
+        batch, n = _square(name, A)
+        res = result(A._data.shape, A.dtype, gufunc_layout(((A, 2),), batch, (n, n)))
         return res if out is None else write_out(out, res)
     return meta
 

@@ -204,7 +204,8 @@ def bernoulli(input, p=None, *, generator=None, out=None):
     _float_dtype(input.dtype, "bernoulli_tensor_cpu_p_")
     if p is not None and not 0 <= p <= 1:
         raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
-    probs = input._data if p is None else np.full(input._data.shape, p)
+    # (full_like: a meta input refuses here, before anything is drawn)
+    probs = input._data if p is None else np.full_like(input._data, p, np.float64, "C")
     if np.any((probs < 0) | (probs > 1)):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
     arr = (_rng(generator).random(input._data.shape) < probs)
@@ -216,6 +217,13 @@ def multinomial(input, num_samples, replacement=False, *, generator=None, out=No
     if not input.dtype.is_floating_point:
         raise RuntimeError("multinomial only supports floating-point dtypes for input, got: "
                            + torch_name(input.dtype))
+    if type(input._data) is MetaArray:    # (np.asarray would read the meta mapping)
+        if input._data.ndim not in (1, 2):
+            raise RuntimeError("prob_dist must be 1 or 2 dim")
+        if not replacement and num_samples > input._data.shape[-1]:
+            raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                               "replacement")
+        return M.multinomial(input, num_samples, replacement, generator=generator, out=out)
     p = np.asarray(input._data, np.float64)
     if p.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")

@@ -105,7 +105,7 @@ def _cum_extreme(input, dim, largest):
     a = input._data
     d = S.wrap_dim(dim, a.ndim)
     if a.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = M.zero_index(a)
     else:
         x = a.astype(np.float32) if input.dtype in (D.float16, D.bfloat16) else a
         vals = (np.maximum if largest else np.minimum).accumulate(x, axis=d)

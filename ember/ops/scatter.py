@@ -105,12 +105,23 @@ def _index_select_meta(input, dim, index, *, out=None):
     return r if out is None else M.write_out(out, r)
 
 
+def _gather_layout(index, d):
+    """The strides of the cpu gather's result: np.take_along_axis orders its result's dims
+    like the index's (its int64 copy, order "K"), read off tiny stand-ins."""
+    shape = tuple(index._data.shape)
+    if len(shape) < 2 or not index._data.size:
+        return None
+    idx = M._proxy(shape, index.stride()).astype(np.int64)
+    src = np.zeros(idx.shape[:d] + (1,) + idx.shape[d + 1:], np.int8)
+    return M._strides_from(np.take_along_axis(src, idx, axis=d), shape)
+
+
 def _gather_meta(input, dim, index, *, sparse_grad=False, out=None):
     d = _wrap_dim(dim, input)
     if index.dim() != input.dim() and not (index.dim() <= 1 and input.dim() <= 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input "
                            "tensor")
-    r = M.result(index._data.shape, input.dtype)
+    r = M.result(index._data.shape, input.dtype, _gather_layout(index, d))
     if state.enabled and input._requires_grad:
         graph.record(_GATHER, (input,), r,
                      {"shape": input._data.shape, "dim": d, "index": index})

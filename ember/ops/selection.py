@@ -265,7 +265,7 @@ def _median(name, input, dim, keepdim, out, ignore_nan):
     d = S.wrap_dim(dim, a.ndim)
     _nonempty(name, a, d)
     if a.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = M.zero_index(a)
     else:
         order, pos = _kth_positions(a, input.dtype, d, ignore_nan)
         idx = np.take_along_axis(order, pos, d)
@@ -302,7 +302,7 @@ def kthvalue(input, k, dim=-1, keepdim=False, *, out=None):
     if not 1 <= k <= n:
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     if a.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = M.zero_index(a)
     else:
         _no_bool("kthvalue", input)
         order, pos = _kth_positions(a, input.dtype, d, False, k - 1)
@@ -318,7 +318,7 @@ def mode(input, dim=-1, keepdim=False, *, out=None):
     d = S.wrap_dim(dim, a.ndim)
     _nonempty("mode", a, d)
     if a.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = M.zero_index(a)
     else:
         n = a.shape[d]
         rows = np.moveaxis(_sortable(a, input.dtype), d, -1).reshape(-1, n)
@@ -361,7 +361,7 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
         if q.dtype is not input.dtype:
             raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
         qa = q._data.reshape(-1)
-        if np.any((qa < 0) | (qa > 1)):
+        if type(qa) is not M.MetaArray and np.any((qa < 0) | (qa > 1)):
             raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
         scalar_q = q._data.ndim == 0
     if interpolation not in _INTERP:
@@ -373,6 +373,9 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     else:
         x, d = input, S.wrap_dim(dim, nd)
     a = x._data
+    if type(a) is M.MetaArray or type(qa) is M.MetaArray:
+        return _quantile_meta(name, input, q, dim, keepdim, interpolation, ignore_nan,
+                              len(qa), scalar_q, d)
     n = a.shape[d]
     order = np.argsort(a, axis=d, kind="stable")
     nan = np.sum(np.isnan(a), axis=d, keepdims=True)[None]            # (1, kept...)
@@ -403,6 +406,22 @@ def _quantile(name, input, q, dim, keepdim, interpolation, ignore_nan):
     elif dim is None or nd == 0:
         r = r.reshape((len(qa),) + (1,) * nd)
     return r.squeeze(0) if scalar_q else r
+
+
+def _quantile_meta(name, input, q, dim, keepdim, interpolation, ignore_nan, nq, scalar_q, d):
+    """quantile on meta: the shape from the arguments, the strides those of the cpu op on
+    stand-ins (meta_rules.standin)."""
+    M.check_meta_devices((input, q), {})
+    nd = input._data.ndim
+    if dim is None or nd == 0:
+        kept = (1,) * nd if keepdim else ()
+    else:
+        kept = tuple(1 if k == d else s for k, s in enumerate(input._data.shape)
+                     if keepdim or k != d)
+    shape = kept if scalar_q else (nq,) + kept
+    small_q = q if not isinstance(q, Tensor) else M.standin(q, 0.5)
+    small = _quantile(name, M.standin(input), small_q, dim, keepdim, interpolation, ignore_nan)
+    return M.result(shape, input.dtype, M.standin_layout(small, shape))
 
 
 def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear", out=None):

@@ -72,7 +72,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     if input.dtype is D.bool_:
         raise RuntimeError("topk does not support bool dtypes on CPU")
     if a.ndim == 0:
-        idx = np.zeros((), np.int64)
+        idx = M.zero_index(a)
     else:
         idx = np.take(_argsort(a, input.dtype, d, largest), np.arange(k), axis=d)
     values = select_values(_TOPK, input, idx, d, True)

@@ -30,7 +30,6 @@ SAMPLES_PER_OP = 4
 DATA_DEPENDENT = "the result's shape depends on the values (torch has no meta kernel either)"
 VALUE_RESULT = "the result is a Python value read from the data"
 READS_VALUES = "reads its inputs' values in Python (numpy()): TypeError on meta"
-NOT_YET = "no meta rule written yet"
 NO_TORCH_META = "torch's meta device has no kernel for it either (NotImplementedError)"
 NO_RULE = {
     # data-dependent output shapes: torch refuses these on meta too
@@ -38,45 +37,25 @@ NO_RULE = {
                                    "unique_consecutive", "bincount")},
     **{n: VALUE_RESULT for n in ("equal", "allclose")},
     **{n: NO_TORCH_META for n in ("histogram", "histogramdd")},
+    # (lstsq's residuals are empty unless every matrix has full rank: a data-dependent shape)
+    "linalg_lstsq": NO_TORCH_META,
     **{n: READS_VALUES for n in ("ctc_loss", "max_unpool1d", "max_unpool2d",
                                  "multilabel_margin_loss")},
-    # rules to write
-    **{n: NOT_YET for n in (
-        "linalg_lstsq", "linalg_matrix_rank", "einsum", "quantile", "nanquantile",
-        "adaptive_max_pool3d")},
 }
 
 # ops whose meta result differs from the cpu one today (strict xfails: a fix fails them,
 # so the table only shrinks), and why
 KNOWN = {
-    "pad": "makes a cpu tensor inside (no device=): device mismatch",
-    "multi_margin_loss": "makes a cpu tensor inside (no device=): device mismatch",
-    "repeat_interleave": "repeats as a tensor: the size is read from its values",
-    "multinomial": "the probability check reads the values before the kernel",
-    "avg_pool3d": "its kernel copies the input into a NumPy array (the result is on cpu)",
-    "diag": "np.diag's copy reads the input (the result is on cpu)",
-    "diag_embed": "writes the input into a NumPy array (the result is on cpu)",
-    "diagflat": "writes the input into a NumPy array (the result is on cpu)",
-    "matrix_power": "n=0 makes a cpu identity",
-    "bernoulli": "a float p: the sampler draws on cpu before it meets the input",
-    "kthvalue": "0-dim input: the indices are made on cpu",
-    "median": "0-dim input: the indices are made on cpu",
-    "nanmedian": "0-dim input: the indices are made on cpu",
-    "grid_sample": "strides: the cpu result is a permuted layout, the meta one contiguous",
-    "take_along_dim": "strides: NumPy's take_along_axis keeps the index's dim order",
-    "searchsorted": "strides: the cpu result of a 2-D search is a transposed layout",
-    "cross": "strides: the cpu kernel's layout for mixed-layout operands is not followed",
-    "cummax": "0-dim input: the indices are made on cpu",
-    "cummin": "0-dim input: the indices are made on cpu",
-    "linalg_solve": "strides: LAPACK's result is column-major, the meta one row-major",
-    "combinations": "indexes with an index tensor: advanced __getitem__ has no meta rule "
-                    "(torch's meta refuses combinations too: masked_select inside)",
-    "linalg_inv_ex": "strides: a singular input's inverse is LAPACK's column-major (getrs), "
-                     "an invertible one's row-major: the layout depends on the values",
 }
 
-# samples where meta must refuse though cpu runs: they copy data off the meta device
-MOVES_DATA = {("to", 2): "x.to('cpu') of a meta tensor (torch: NotImplementedError)"}
+# samples where meta must refuse though cpu runs (torch's meta refuses them too): the
+# exception type, and why
+MUST_REFUSE = {
+    ("to", 2): (NotImplementedError, "x.to('cpu') of a meta tensor copies data off meta"),
+    **{("repeat_interleave", i): (RuntimeError, "meta repeats (counts) without output_size: "
+                                  "the result's length is their sum")
+       for i in (2, 3)},
+}
 
 # ops this test leaves out, and why
 SKIP = {
@@ -175,8 +154,8 @@ def test_meta_matches_cpu(name):
         st_cpu, cpu = outcome(lambda: run(name, sample, arrs, ember))
         metas = [meta_tensor(a) for a in arrays_in(arrs)]
         st_meta, meta = outcome(lambda: run(name, sample, arrs, ember, tensors=metas))
-        if (name, i) in MOVES_DATA:
-            assert st_meta == "raise" and isinstance(meta, NotImplementedError), meta
+        if (name, i) in MUST_REFUSE:
+            assert st_meta == "raise" and isinstance(meta, MUST_REFUSE[name, i][0]), meta
             continue
         if st_cpu == "raise":
             assert st_meta == "raise", f"sample {i}: cpu raised {cpu!r}, meta gave {meta!r}"
@@ -211,3 +190,4 @@ def test_ops_without_meta_rule_refuse(name):
 def test_tables_list_registered_ops():
     assert set(NO_RULE) <= set(OPS), set(NO_RULE) - set(OPS)
     assert set(KNOWN) <= set(NAMES) and not set(KNOWN) & set(NO_RULE)
+    assert {n for n, _ in MUST_REFUSE} <= set(NAMES) - set(NO_RULE)

@@ -16,7 +16,7 @@ from ..ops.creation import empty, empty_like
 from ..ops.joining import broadcast_tensors
 from ..ops.pointwise import clamp_max, where
 from ..ops.pointwise_math import relu as _relu
-from ..ops.joining import one_hot  # noqa: F401  (defined with the joining ops)
+from ..ops.reshaping import one_hot  # noqa: F401  (defined with the reshaping ops)
 from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
 from ..ops import nn_ops as _nn_ops

@@ -1,6 +1,6 @@
 """Joining, splitting and rearranging: cat, stack and the *stack family, tensor_split and
 h/v/dsplit, flip/roll/rot90, repeat/tile/repeat_interleave, broadcast_tensors, meshgrid,
-tril/triu, one_hot, atleast_Nd, ravel.
+tril/triu (one_hot, atleast_Nd and ravel are ops/reshaping.py's).
 
 Ops that move data (flip, roll, rot90, repeat, tril) are one NumPy call with a derivative
 written in ember ops; the rest are compositions of views, cat and index_select.
@@ -515,59 +515,6 @@ def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     return _tri_indices("triu_indices", np.triu_indices, row, col, offset, dtype)
 
 
-# ---- one_hot, atleast_Nd, ravel --------------------------------------------------------------
-def one_hot(tensor, num_classes=-1):
-    """int64 one-hot encoding along a new last dim (``nn.functional.one_hot``)."""
-    if tensor.dtype is not D.int64:
-        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    a = tensor._data
-    if num_classes == -1:
-        if a.size == 0:
-            raise RuntimeError("Can not infer total number of classes from empty tensor.")
-        num_classes = int(a.max()) + 1
-    if a.size and a.min() < 0:
-        raise RuntimeError("Class values must be non-negative.")
-    if a.size and (num_classes < 0 or a.max() >= num_classes):
-        raise RuntimeError("Class values must be smaller than num_classes.")
-    return wrap(a[..., None] == np.arange(num_classes), D.int64)
-
-
-def _atleast(n, tensors):
-    single = len(tensors) == 1 and isinstance(tensors[0], Tensor)
-    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
-        tensors = tuple(tensors[0])
-    out = []
-    for t in tensors:
-        shape = tuple(t.shape)
-        if len(shape) < n:
-            if n == 3 and len(shape) == 1:
-                shape = (1,) + shape + (1,)
-            elif n == 3 and len(shape) == 2:
-                shape = shape + (1,)
-            else:
-                shape = (1,) * (n - len(shape)) + shape
-            t = t.reshape(shape)
-        out.append(t)
-    return out[0] if single else tuple(out)
-
-
-def atleast_1d(*tensors):
-    return _atleast(1, tensors)
-
-
-def atleast_2d(*tensors):
-    return _atleast(2, tensors)
-
-
-def atleast_3d(*tensors):
-    return _atleast(3, tensors)
-
-
-def ravel(input):
-    """The flattened tensor: a view when possible, else a copy."""
-    return input.reshape(-1)
-
-
 # every op here is linear in its tensors (jvp=LINEAR: forward mode applies it to tangents)
 cat = register(OpDef("cat", COMPOSITE, method=False, jvp=LINEAR,
                      batch=_br.cat_batch,
@@ -577,13 +524,13 @@ stack = register(OpDef("stack", COMPOSITE, method=False, jvp=LINEAR,
                        batch=_br.stack_batch,
                        onnx=_ox.stack), stack)
 register_each(globals(), COMPOSITE, (
-    hstack, vstack, dstack, column_stack, broadcast_tensors, meshgrid, atleast_1d, atleast_2d,
-    atleast_3d, tril_indices, triu_indices), method=False, jvp=LINEAR)
+    hstack, vstack, dstack, column_stack, broadcast_tensors, meshgrid, tril_indices,
+    triu_indices), method=False, jvp=LINEAR)
 register(OpDef("row_stack", COMPOSITE, method=False, jvp=LINEAR),
          lambda tensors, *, out=None: vstack(tensors, out=out), names=("row_stack",))
 register_each(globals(), COMPOSITE, (
     tensor_split, hsplit, vsplit, dsplit, flip, fliplr, flipud, roll, rot90, tile,
-    repeat_interleave, tril, triu, ravel), jvp=LINEAR)
+    repeat_interleave, tril, triu), jvp=LINEAR)
 repeat = register(OpDef("repeat", EXTERN, function=False, jvp=LINEAR,
                         onnx=_ox.repeat), repeat)
 METHODS["tril_"] = lambda self, diagonal=0: self.copy_(tril(self, diagonal))

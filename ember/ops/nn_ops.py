@@ -33,7 +33,7 @@ from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS, register
 from . import batch_rules as _br
 from .pointwise_math import _erf_kernel
 from .lowp_compute import LOWP, widened, rounded
-from .joining import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
+from .reshaping import one_hot  # noqa: F401  (cross_entropy's backward reads it from here)
 from .dtype_support import FLOATING, check_dtype
 
 FLOATS = (D.float32, D.float64)

@@ -6,8 +6,9 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FILES = ["test_capture.py", "test_training.py", "test_guards.py", "test_breaks.py",
-         "test_side_effects.py", "test_graph_break_split.py", "test_recompiles.py"]
+FILES = ["test_capture.py", "test_capture_models.py", "test_training.py", "test_guards.py",
+         "test_breaks.py", "test_side_effects.py", "test_graph_break_split.py",
+         "test_recompiles.py"]
 
 
 def test_compiler_suite_on_the_c_backend(tmp_path):

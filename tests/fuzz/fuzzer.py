@@ -278,7 +278,7 @@ def run_one(name, i, mutation):
     import torch
     import ember
     from _make import realize, to_lib, call
-    from test_generated import REFERENCE   # torch's call for ops it has under another name
+    from _make import REFERENCE   # torch's call for ops it has under another name
     s = _case_sample(name, i, mutation)
     if s is None:
         return None

@@ -233,10 +233,17 @@ def is_public(name):
         _special_name(name) is not None or _fft_name(name) is not None
 
 
+# ops without a public torch name: the reference torch computes them with
+REFERENCE = {"alias": lambda x: torch.ops.aten.alias(x)}
+
+
 def call(name, sample, args, kwargs, lib, reference=None):
     """Call op `name` on `lib` the public way: ember.<name> / torch.<name> when the op is a
     function (lib.linalg.<f> for linalg_<f>), else (or when the sample asks) the Tensor method on the first argument.
-    `reference` replaces the torch call for ops that have no public torch name."""
+    `reference` (by default REFERENCE's entry) replaces the torch call for ops that have no
+    public torch name."""
+    if lib is torch and reference is None:
+        reference = REFERENCE.get(name)
     if lib is torch and reference is not None:
         return reference(*args, **kwargs)
     if not sample.method and not hasattr(ember, name) and _linalg_name(name):

@@ -6,26 +6,6 @@ and integer inputs, and a few composites accept dtypes torch refuses with its ow
 KNOWN = {
     ('_invert', 'complex64'):
         'ember raised NotImplementedError, torch TypeError: ~ (operator.invert) is only implemented on integer and B...',
-    ('alias', 'bfloat16'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'bool'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'complex64'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'float16'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'float64'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'int16'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'int32'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'int64'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'int8'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
-    ('alias', 'uint8'):
-        "accepted: torch raised AttributeError: module 'torch' has no attribute 'alias'",
     ('argmax', 'complex64'):
         'ember raised NotImplementedError, torch RuntimeError: argmax(): does not support complex input',
     ('argmin', 'complex64'):

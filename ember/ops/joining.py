@@ -23,6 +23,7 @@ from ..autograd.derivative import Derivative
 from . import batch_rules as _br
 from .registry import OPS
 from .linalg import finish, _out
+from .reshaping import atleast_1d, atleast_2d, atleast_3d   # (the *stack family's)
 
 
 class _CatNode(graph.Node):

@@ -32,6 +32,8 @@ from .core.tensor import Tensor, Size, is_tensor  # noqa: F401
 from .core.tensor import (memory_format, contiguous_format, preserve_format,  # noqa: F401
                           channels_last, channels_last_3d)
 from .core.storage import Storage as UntypedStorage  # noqa: F401
+from .core.tensor import layout  # noqa: F401  (the class of ember.strided, ember.sparse_coo)
+from .core.typed_storage import *  # noqa: F401,F403  (TypedStorage, FloatStorage, ...)
 from .core.printing import set_printoptions, get_printoptions  # noqa: F401
 from .autograd.grad_mode import (no_grad, enable_grad, set_grad_enabled,  # noqa: F401
                                  inference_mode, is_grad_enabled, is_inference_mode_enabled)
@@ -41,6 +43,7 @@ from . import fft  # noqa: F401,E402  (ember.fft: torch.fft's transforms)
 from .ops import registry as _registry
 from .ops.random import Generator, default_generator  # noqa: F401
 from . import cuda  # noqa: F401
+from . import cpu  # noqa: F401  (ember.cpu: torch.cpu's device-agnostic helpers)
 from . import backends  # noqa: F401,E402
 from .backends import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: F401,E402
 

@@ -16,6 +16,7 @@ from .nn import functional as F
 from .ops.registry import FUNCTIONS as _F
 
 _REDUCTION = {0: "none", 1: "mean", 2: "sum"}
+_EB_MODE = {0: "sum", 1: "mean", 2: "max"}      # embedding_bag's `mode` enum
 
 
 def _reduction(r):
@@ -110,6 +111,78 @@ def embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=
     none)."""
     return F.embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                        scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """torch.embedding_bag, ATen's form: `mode` 0 sum, 1 mean, 2 max; returns (output,
+    offset2bag, bag_size, max_indices) as torch's CPU kernel fills them: offset2bag is each
+    index's bag (left empty by sum's fast path: a float32/float16/bfloat16 weight with unit
+    row stride and no padding_idx); bag_size counts each bag's non-padding indices (zeros
+    for sum); max_indices is the weight row each max came from (max), bag_size (mean) or
+    zeros (sum). The output comes from nn.functional.embedding_bag (and its gradient)."""
+    import numpy as np
+    from .dispatch_args import tensor_args
+    tensor_args("embedding_bag", ("weight", 1, weight), ("indices", 2, indices),
+                ("offsets", 3, offsets))
+    if mode not in (0, 1, 2):
+        raise RuntimeError("`mode` must be sum, mean, or max.")
+    for what, t in (("indices", indices), ("offsets", offsets)):
+        if t.dtype.name not in ("int64", "int32"):
+            raise RuntimeError(f"Expected tensor for argument #1 '{what}' to have one of the "
+                               f"following scalar types: Long, Int; but got "
+                               f"{_legacy_type(t)} instead (while checking arguments for "
+                               "embedding_bag)")
+    if per_sample_weights is not None:
+        if mode != 0:
+            raise RuntimeError("embedding_bag: per_sample_weights only supported with "
+                               "mode='sum'")
+        if per_sample_weights.dtype is not weight.dtype:
+            raise RuntimeError(f"Expected tensor for argument #1 'weight' to have the same type "
+                               f"as tensor for argument #1 'per_sample_weights'; but type "
+                               f"{_legacy_type(weight)} does not equal "
+                               f"{_legacy_type(per_sample_weights)} (while checking arguments "
+                               "for embedding_bag)")
+    idx = indices.detach().numpy().reshape(-1).astype(np.int64)
+    n_emb = weight.shape[0]
+    for i, v in enumerate(idx):
+        if not 0 <= v < n_emb:
+            raise RuntimeError(f"Index {i} of input takes value {v} which is not in the valid "
+                               f"range [0, {n_emb})")
+    pad = None if padding_idx is None else (padding_idx + n_emb if padding_idx < 0
+                                            else padding_idx)
+    flat = indices.reshape(-1)
+    out = F.embedding_bag(flat, weight, offsets, scale_grad_by_freq=scale_grad_by_freq,
+                          mode=_EB_MODE[mode], sparse=sparse,
+                          per_sample_weights=per_sample_weights,
+                          include_last_offset=include_last_offset, padding_idx=pad)
+    off = offsets.detach().numpy().astype(np.int64)
+    nbags = out.shape[0]
+    ends = np.append(off[1:], idx.size)[:nbags] if not include_last_offset else off[1:nbags + 1]
+    bag_of = np.repeat(np.arange(nbags), np.maximum(ends - off[:nbags], 0))
+    keep = idx[:bag_of.size] != pad if pad is not None else np.ones(bag_of.size, bool)
+    counts = np.bincount(bag_of[keep], minlength=nbags)
+    it = indices.dtype.np
+    fast = mode == 0 and pad is None and weight.dtype.name in ("float32", "float16", "bfloat16") \
+        and weight.stride(-1) == 1
+    offset2bag = np.zeros(0, it) if fast else bag_of.astype(it)
+    bag_size = np.zeros(nbags, it) if mode == 0 else counts.astype(it)
+    if mode == 2:
+        w = weight.detach().numpy()
+        max_indices = np.zeros((nbags, weight.shape[1]), it)
+        for b in range(nbags):
+            rows = idx[:bag_of.size][(bag_of == b) & keep]
+            if rows.size:
+                max_indices[b] = rows[np.argmax(w[rows], axis=0)]
+    else:
+        max_indices = bag_size.copy()
+    as_t = _F["from_numpy"]
+    return out, as_t(offset2bag), as_t(bag_size), as_t(max_indices)
+
+
+def _legacy_type(t):
+    from .core.dtype import torch_name
+    return f"torch.{torch_name(t.dtype)}Tensor"
 
 
 def embedding_renorm_(input, indices, max_norm, norm_type):
@@ -469,7 +542,7 @@ def wait(future):
 
 
 __all__ = sorted(set(_FORWARDED) | set("""
-    embedding_renorm_ conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution conv_tbc
+    embedding_renorm_ embedding_bag conv1d conv2d conv3d conv_transpose1d conv_transpose2d conv_transpose3d convolution conv_tbc
     layer_norm group_norm rms_norm batch_norm instance_norm embedding dropout dropout_
     alpha_dropout alpha_dropout_ feature_dropout feature_dropout_ feature_alpha_dropout
     feature_alpha_dropout_ max_pool1d max_pool2d max_pool3d max_pool1d_with_indices avg_pool1d

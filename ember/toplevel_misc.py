@@ -198,8 +198,49 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 
 def is_storage(obj):
-    """Whether `obj` is a storage (ember.UntypedStorage)."""
-    return isinstance(obj, Storage)
+    """Whether `obj` is a storage (ember.UntypedStorage or a TypedStorage)."""
+    from .core.typed_storage import TypedStorage
+    return isinstance(obj, (Storage, TypedStorage))
+
+
+def get_device_module(device=None):
+    """The module of a device's helpers: ``ember.cpu`` for "cpu" and, ember having no
+    accelerator, for None; ``ember.cuda`` for "cuda" (torch.get_device_module)."""
+    from . import cpu, cuda
+    from .core.device import device as _device
+    if isinstance(device, _device):
+        name = device.type
+    elif isinstance(device, str):
+        name = _device(device).type
+    elif device is None:
+        name = "cpu"
+    else:
+        raise RuntimeError(f"Invalid value of device '{device}', expect torch.device, str, or "
+                           "None")
+    module = {"cpu": cpu, "cuda": cuda}.get(name)
+    if module is None:
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered as "
+                           f"'torch.{name}'.")
+    return module
+
+
+class _ClassProperty:
+    """The descriptor `classproperty` returns: reading it on the class or an instance calls
+    the wrapped function with the class."""
+
+    def __init__(self, method):
+        self._method = method
+
+    def __get__(self, instance, owner=None):
+        cls = type(instance) if owner is None else owner
+        return self._method.__get__(instance, cls)()
+
+
+def classproperty(func):
+    """A read-only property of the class (torch.classproperty): ``@classproperty def
+    name(cls): ...`` reads as ``C.name``; a staticmethod or classmethod is taken as is."""
+    return _ClassProperty(func if isinstance(func, (classmethod, staticmethod))
+                          else classmethod(func))
 
 
 def is_distributed(input):
@@ -355,4 +396,4 @@ __all__ = ["set_warn_always",
            "set_autocast_gpu_dtype", "get_autocast_gpu_dtype", "set_autocast_cache_enabled",
            "set_anomaly_enabled", "is_anomaly_check_nan_enabled", "asarray", "frombuffer",
            "from_file", "empty_permuted", "is_storage", "is_distributed", "to_dlpack",
-           "gradient", "norm_except_dim", "cond", "while_loop", "svd_lowrank", "pca_lowrank"]
+           "gradient", "norm_except_dim", "classproperty", "get_device_module", "cond", "while_loop", "svd_lowrank", "pca_lowrank"]

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from .grad_mode import state
-from ..core.tensor import Tensor
+from ..core.tensor import Tensor, grad_dtype_of
 from ..core.meta import MetaArray, MetaData, meta_array
 from .graph import AccumulateGrad, edge_of, anomaly_check, report_trace
 
@@ -60,7 +60,11 @@ def accumulate_into(var, g, owned, create_graph):
     ``enforce_grad_layout_policy(False)``), else copied into `var`'s layout; later ones are
     added in place, or out of place when building a graph (create_graph, or a ``.grad``
     that requires grad)."""
+    want = grad_dtype_of(var)          # var.dtype, unless grad_dtype says otherwise
+    if want is not None and g.dtype is not want:
+        g, owned = g.to(want), True
     if var._grad is None:
+        dt = g.dtype if want is None else want
         if create_graph:
             var._grad = g
         elif owned and g._base is None and g.grad_fn is None and \
@@ -68,11 +72,11 @@ def accumulate_into(var, g, owned, create_graph):
             var._grad = g
         else:
             try:
-                arr = np.empty_like(var._data)
+                arr = np.empty_like(var._data, dtype=dt.np)
                 np.copyto(arr, g._data, casting="unsafe")
             except MetaData:    # a meta leaf: its layout, nothing to copy
-                arr = meta_array(var._data.shape, var._data.dtype, var.stride())
-            var._grad = Tensor._make(arr, var.dtype)
+                arr = meta_array(var._data.shape, dt.np, var.stride())
+            var._grad = Tensor._make(arr, dt)
     elif create_graph or var._grad._requires_grad:
         var._grad = var._grad + g
     else:
@@ -297,6 +301,11 @@ def _leaf_part(nxt, nr, g, n, buf, buffers, owned_flags, leaf_args):
 
 def _run_leaf(node, buf, owned, create_graph, accumulate, captures, targets, needed):
     """A leaf's AccumulateGrad: its hooks, then the sum of its gradients into ``.grad``."""
+    g = buf.get(0)
+    if g is not None:       # the gradient takes the leaf's grad_dtype (torch casts it here)
+        want = grad_dtype_of(node.variable)
+        if want is not None and g.dtype is not want:
+            buf[0], owned[0] = g.to(want), True
     if node._tensor_prehooks is not None or node._retain_prehooks is not None:
         buf = _call_tensor_prehooks(node, buf)
     if node.variable._hooks and 0 in buf:

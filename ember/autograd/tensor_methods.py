@@ -4,6 +4,8 @@ import weakref
 from .graph import RemovableHandle
 from .grad_mode import state, call_mode
 from . import engine
+from ..core import dtype as D
+from ..core.tensor import grad_dtype_of
 
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
@@ -80,7 +82,32 @@ def _data_set(self, new):
     self.dtype = new.dtype
 
 
+def _grad_dtype_get(self):
+    if self.grad_fn is not None:
+        raise RuntimeError("grad_dtype can only be accessed on leaf tensors.")
+    return grad_dtype_of(self)
+
+
+def _grad_dtype_set(self, value):
+    if self.grad_fn is not None:
+        raise RuntimeError("grad_dtype can only be set on leaf tensors.")
+    if value is not None and not isinstance(value, D.dtype):
+        raise RuntimeError(f"grad_dtype must be a torch.dtype or None, but got "
+                           f"{type(value).__name__}")
+    g = self._grad
+    if g is not None and value is not None and g.dtype is not value:
+        raise RuntimeError(f"Cannot set grad_dtype to '{D.torch_name(value)}' because there is "
+                           f"already a gradient with dtype '{D.CPP_NAMES[g.dtype.name]}'. "
+                           "Please clear the gradient (.grad = None) before changing "
+                           "grad_dtype, or ensure the new grad_dtype matches the existing "
+                           "gradient's dtype.")
+    self._grad_dtype = value
+
+
 def install(tensor_cls):
+    tensor_cls.grad_dtype = property(_grad_dtype_get, _grad_dtype_set, doc=(
+        "The dtype a leaf's gradient takes (default: the leaf's dtype; None: any). Autograd "
+        "casts incoming gradients to it, and assigning a ``.grad`` of another dtype fails."))
     tensor_cls.backward = backward
     tensor_cls.register_hook = register_hook
     tensor_cls.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook

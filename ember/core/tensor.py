@@ -126,9 +126,11 @@ class Tensor:
     # otherwise never assigned (ember/autograd/forward_ad.py reads it with getattr).
     # `_conj`: set (True) only on the result of `conj()` of a complex tensor, which torch
     # marks with its conjugate bit (is_conj()); read with getattr (ember/ops/complex_ops.py)
+    # `_grad_dtype`: a leaf's grad_dtype when set (a dtype, or None: any), else never
+    # assigned (`grad_dtype_of` reads it with getattr; default: the tensor's dtype)
     __slots__ = ("_data", "_storage", "dtype", "_requires_grad", "_grad", "grad_fn", "_base",
                  "_grad_acc", "_hooks", "_retains_grad", "_post_acc_hooks", "_output_nr",
-                 "_inference", "_fw", "_conj", "__weakref__")
+                 "_inference", "_fw", "_conj", "_grad_dtype", "__weakref__")
 
     def __init__(self, *args, device=None):
         dt = _dt.get_default_dtype()
@@ -315,11 +317,17 @@ class Tensor:
                                    f"'{list(value.shape)}' to a tensor of size "
                                    f"'{list(self.shape)}'. Please ensure that the gradient and "
                                    "the tensor are the same size")
-            if value.dtype is not self.dtype:
+            want = grad_dtype_of(self)
+            if want is not None and value.dtype is not want:
                 raise RuntimeError(f"attempting to assign a gradient with dtype "
-                                   f"'{value.dtype.name}' to a tensor with grad_dtype "
-                                   f"'{self.dtype.name}'. The gradient must match the tensor's "
-                                   "grad_dtype (defaults to the tensor's dtype).")
+                                   f"'{_dt.CPP_NAMES[value.dtype.name]}' to a tensor with "
+                                   f"grad_dtype '{_dt.torch_name(want)}'. The gradient must "
+                                   "match the tensor's grad_dtype (defaults to the tensor's "
+                                   "dtype). You can set the tensor's grad_dtype attribute with "
+                                   "a specific dtype, or None to allow any dtype. Set grad_dtype "
+                                   "with caution. Diverging the dtypes of a tensor and its "
+                                   "gradient may break downstream systems that assume they "
+                                   "match.")
         self._grad = value
 
     # ---- conversions to Python and NumPy ----
@@ -514,6 +522,12 @@ def _rebuild(arr, dtype_name, requires_grad):
     t = Tensor._make(arr, _dt._NAMES[dtype_name])
     t._requires_grad = requires_grad
     return t
+
+
+def grad_dtype_of(t):
+    """The dtype a gradient of leaf `t` takes (torch's grad_dtype): t's own unless set; None
+    when set to accept any dtype."""
+    return getattr(t, "_grad_dtype", t.dtype)
 
 
 def make_view(base, arr):

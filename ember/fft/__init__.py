@@ -14,6 +14,7 @@ scaling forward, 1/n inverse; the default), "ortho" (1/sqrt(n) both ways) or "fo
 from ..core.tensor import Tensor  # noqa: F401  (torch.fft exports it too)
 from ..ops import spectral as _s
 from ..ops.registry import OpDef, COMPOSITE, register as _register
+from ..ops.doc_args import common_args, factory_common_args  # noqa: F401  (doc fragments)
 
 fftfreq, rfftfreq = _s.fftfreq, _s.rfftfreq
 fftshift, ifftshift = _s.fftshift, _s.ifftshift
@@ -153,6 +154,9 @@ def _out(result, out):
 for _f in (fft, ifft, fft2, ifft2, fftn, ifftn, rfft, irfft, rfft2, irfft2, rfftn, irfftn,
            hfft, ihfft, hfft2, ihfft2, hfftn, ihfftn):
     _name = _f.__name__
+    _f.__doc__ = (_f.__doc__ or f"ember.fft.{_name}, as torch.fft.{_name}.").rstrip() + (
+        f"\n\n    Args:\n        {common_args['input']}\n\n    Keyword args:\n"
+        f"        {common_args['out']}\n")
     globals()[_name] = _register(
         OpDef("fft_" + _name, COMPOSITE, function=False, method=False, decomp=_f), _f)
 del _f, _name

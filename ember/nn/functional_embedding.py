@@ -64,7 +64,8 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     n_emb = weight.shape[0]
     if padding_idx is not None and padding_idx < 0:
         padding_idx += n_emb
-    rows = _nn_ops.embedding(flat, weight, None, max_norm, norm_type)
+    rows = _nn_ops.embedding(flat, weight, None, max_norm, norm_type,
+                             scale_grad_by_freq=scale_grad_by_freq)
     keep = np.ones(flat.shape[0], bool)
     if padding_idx is not None:
         keep = flat.detach().numpy() != padding_idx
@@ -75,8 +76,20 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     rows = rows[tensor(np.nonzero(keep)[0], dtype=int64)]
     out = zeros(nbags, dim, dtype=weight.dtype)
     if mode == "max":
-        index = bag_ids.reshape(-1, 1).expand(-1, dim)
-        return out.scatter_reduce(0, index, rows, reduce="amax", include_self=False)
+        # each bag's max per column comes from its first row holding it (torch's kernel),
+        # which alone gets that element's gradient; an empty bag is zeros
+        kept_bags = bag_of[keep]
+        if not kept_bags.size:
+            return out + rows.sum() * 0     # (attached to the graph, as torch's is)
+        vals = rows.detach().numpy()
+        first = np.zeros((nbags, dim), np.int64)
+        present = np.zeros(nbags, bool)
+        for b in np.unique(kept_bags):
+            where = np.nonzero(kept_bags == b)[0]
+            first[b] = where[np.argmax(vals[where], axis=0)]
+            present[b] = True
+        picked = rows.gather(0, tensor(first, dtype=int64))
+        return picked * tensor(present.reshape(-1, 1), dtype=weight.dtype)
     out = out.index_add(0, bag_ids, rows)
     if mode == "mean":
         counts = np.bincount(bag_of[keep], minlength=nbags).astype(np.float64)

@@ -2,7 +2,7 @@
 resize_ / resize_as_, apply_ / map_ / map2_ (Python callables, element by element, as torch
 runs them on CPU), dim_order, is_set_to, const_data_ptr, to_dense on a dense tensor, and the
 flags that are False for every ember tensor (is_nested, is_quantized, is_sparse,
-is_sparse_csr, is_xla, is_pinned, is_shared, is_distributed).
+is_sparse_csr, is_xla, is_pinned, is_distributed; is_shared is in tensor_storage.py).
 
 Methods go through the registry's METHODS table; the flags are read-only properties set
 on Tensor here, as torch's are properties.
@@ -208,7 +208,7 @@ for _fn in (new, resize_, resize_as_, apply_, map_, map2_, dim_order, is_set_to,
             const_data_ptr, to_dense, resize, resize_as, module_load, as_strided_, set_,
             reinforce):
     METHODS[_fn.__name__] = _fn
-for _name in ("is_pinned", "is_shared", "is_distributed"):
+for _name in ("is_pinned", "is_distributed"):
     METHODS[_name] = _false
 # torch's flags that are properties; none holds for an ember tensor
 for _name in ("is_nested", "is_quantized", "is_sparse", "is_sparse_csr", "is_xla"):

@@ -12,6 +12,7 @@ torch.special's aliases of top-level ops (``special.expit`` is ``sigmoid``, ``ga
 from ..core.tensor import Tensor  # noqa: F401  (torch.special exports it too)
 from ..ops import special_ops as _s, special_poly as _p
 from ..ops.registry import FUNCTIONS as _F
+from ..ops.doc_args import common_args, multi_dim_common  # noqa: F401  (torch's doc fragments)
 
 # ---- ops of torch.special's own ----
 xlog1py, entr, zeta = _s.xlog1py, _s.entr, _s.zeta

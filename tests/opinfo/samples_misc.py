@@ -21,6 +21,10 @@ def nv(*args, **kwargs):
 
 
 SPECIAL = {
+    # self and src of one shape: torch's gradients (self: the slice of g; src: the rest)
+    # then match the forward's values, so gradcheck can check them
+    "slice_inverse": [S(x34, T((3, 4)), 0), S(T((3, 4), "float64"), T((3, 4), "float64"), 1, 0, 4),
+                      S(T((2, 3), "float64"), T((2, 3), "float64"), -1, None, None, 1)],
     "diff": [S(T((5,), "int64", lo=-9, hi=9)), S(T((3, 4), "float64", "T"), 2, 0),
              S(T((4,), "bool")), S(d23, 1, -1, T((2, 1), "float64"), T((2, 2), "float64")),
              S(T((2, 0))), S(T(()))],

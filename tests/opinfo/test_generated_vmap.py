@@ -72,6 +72,8 @@ DECLINES = {
     "nanquantile": "a tensor q adds a leading dim the dim-shifting rule does not place",
     "istft": "its overlap-add is an index_add, which has no rule yet (it loops)",
     "roll": "dims=None rolls the flattened sample",
+    "slice_inverse": "a view of self's storage in src's geometry: no batched form (torch's "
+                     "vmap refuses it: no batching rule for a view op)",
     "as_strided_scatter": "it is an index_put, which has no batching rule yet (it loops)",
     "index_reduce": "it is a scatter_reduce, which has no batching rule yet (it loops)",
     "nuclear_norm": "it sums linalg_svdvals, which has no batching rule yet (it loops)",

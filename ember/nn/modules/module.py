@@ -444,6 +444,14 @@ class Module(StateDictMixin, HooksMixin):
         return self._apply(lambda t: t.cuda(device))
 
     def share_memory(self):
+        """Move every parameter, gradient and buffer to shared memory (``share_memory_``),
+        so forked processes (Hogwild training) update the same tensors; returns self."""
+        for p in self.parameters():
+            p.share_memory_()
+            if p.grad is not None:
+                p.grad.share_memory_()
+        for b in self.buffers():
+            b.share_memory_()
         return self
 
     # ---- printing ----

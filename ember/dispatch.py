@@ -17,7 +17,8 @@ from .core import memory_stats
 from .core.lowp_cast import astype as _astype   # C kernels for the 16-bit floats
 from .autograd.grad_mode import state, call_mode  # noqa: F401  (the mode seam)
 from .autograd import graph
-from .dispatch_args import argument_error, int_arg, tensor_args  # noqa: F401  (re-exported)
+from .dispatch_args import (argument_error, int_arg, tensor_args,  # noqa: F401  (re-exported)
+                            ARG_ERRORS, raise_as_torch)
 
 ndarray = np.ndarray
 _asarray = np.asanyarray    # (any: a meta array, an ndarray subclass, stays one)
@@ -383,10 +384,9 @@ def with_mode_seam(op, fn):
                 return fn(*args, **kwargs)
             except MetaData:    # an input is a meta tensor: the op's meta rule instead
                 return run_meta(op, args, kwargs)
-        except (AttributeError, OverflowError, IndexError, ValueError, TypeError,
-                RuntimeError) as exc:
+        except ARG_ERRORS as exc:
             # (free until something raises) what torch's argument parser would have said
-            better = argument_error(op, fn, args, kwargs)
+            better = argument_error(op, fn, args, kwargs, exc)
             if better is None:
                 raise
             raise better from exc

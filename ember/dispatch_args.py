@@ -2,10 +2,15 @@
 would refuse (an int beyond int64, a str where a Tensor goes), and the cheap checks ops run
 on their own int and tensor arguments (`int_arg`, `tensor_args`).
 
-`argument_error` is asked only after an op raised (dispatch.py's mode seam), so valid calls
-never pay for it; it turns an internal AttributeError into torch's TypeError or ValueError.
+`argument_error` is asked only after an op raised (dispatch.py's mode seam, the
+composition seam, `raise_as_torch` in the COMPOSITE choice functions), so valid calls never
+pay for it; through `internal_error` it turns what the op raised internally (an
+AttributeError on a str, a failed str conversion, a bool where an int goes, NumPy's
+ValueError) into what torch raises.
 """
 import inspect
+import linecache
+import re
 
 from .core import dtype as D
 from .core.tensor import Tensor
@@ -14,7 +19,7 @@ from .core.tensor import Tensor
 _INT64 = (-2 ** 63, 2 ** 63 - 1)
 
 
-def argument_error(op, fn, args, kwargs):
+def argument_error(op, fn, args, kwargs, exc=None):
     """The exception torch's argument parser raises for this call, or None: a Python int
     beyond int64 (ValueError "Overflow when unpacking long long"; TypeError "failed to unpack"
     when it is an element of an int list such as a size), or a tensor argument that is
@@ -36,12 +41,13 @@ def argument_error(op, fn, args, kwargs):
                                          f"pos {k + 1} with error \"Overflow when unpacking "
                                          f"long long\"")
                 return ValueError("Overflow when unpacking long long")
-    if not hasattr(op, "inputs"):    # a seam named by a string (nn functions' own seams)
-        return None
+    if not hasattr(op, "inputs") or python_level(op.name, args, kwargs):
+        # (a seam named by a string: nn functions' own seams; or torch's function is Python)
+        return None if exc is None else internal_error(op, fn, args, kwargs, exc)
     try:
         sig = inspect.signature(fn).parameters
     except (TypeError, ValueError):
-        return None
+        return None if exc is None else internal_error(op, fn, args, kwargs, exc)
     declared = {("input" if n == "self" else n) for n in op.inputs} | {"self"}
     bound = list(zip(sig, args)) + [(k, v) for k, v in kwargs.items()]
     for pos, (name, value) in enumerate(bound):
@@ -65,7 +71,170 @@ def argument_error(op, fn, args, kwargs):
         what = "tuple of Tensors" if name == "tensors" else "Tensor"
         return TypeError(f"{op.name}(): argument '{name}'{where} must be {what}, not "
                          f"{type(value).__name__}")
+    return None if exc is None else internal_error(op, fn, args, kwargs, exc)
+
+
+# what the seams catch and hand to `argument_error` (NotImplementedError is a RuntimeError)
+ARG_ERRORS = (AttributeError, OverflowError, IndexError, ValueError, TypeError, RuntimeError)
+
+
+def raise_as_torch(op, fn, args, kwargs, exc):
+    """Raise what torch raises for this call, on which `fn` raised `exc` (`argument_error`'s
+    answer, else `exc`): for the functions that are their own seam (the COMPOSITE choice
+    functions), called from their `except ARG_ERRORS` clause, which costs nothing until
+    something raises."""
+    if isinstance(exc, TypeError):    # (torch's class already: the op's own message stays)
+        raise exc
+    better = argument_error(op, fn, args, kwargs, exc)
+    if better is None:
+        raise exc
+    raise better from exc
+
+
+# ---- the op raised an internal error: what torch's parser or kernel says instead ----
+# facts about torch's functions, filled by ember/ops/arg_facts.py (op names belong with the
+# ops): TORCH_PYTHON {op: (attribute or one per position, positions[, when])}: torch's
+# function is Python code that reads that attribute of those arguments first, so a
+# non-tensor there is torch's AttributeError; BOOL_OVERLOAD: ops with an overload taking a
+# bool where another takes an int (std(x, True): unbiased)
+TORCH_PYTHON = {}
+BOOL_OVERLOAD = set()
+_NO_ATTR = re.compile(r"'(\w+)' object has no attribute")
+_STR_CONVERSION = ("could not convert string to", "invalid literal for int()",
+                   "could not convert string")
+# parameters that take a str in torch (a str there is not refused by the parser)
+_STR_PARAMS = {"equation", "ord", "p", "norm", "padding", "rounding_mode", "compute_mode",
+               "driver", "mode", "side", "interpolation", "indexing", "UPLO", "device",
+               "reduction", "pad_mode", "approximate", "name", "names", "dims", "dim",
+               "padding_mode", "reduce", "nonlinearity", "dtype", "layout"}
+# parameters torch's Python code converts with int() (manual_seed's seed): its ValueError
+_PY_INT_PARAMS = {"seed"}
+# number parameters (Scalars take a bool)
+_SCALAR_PARAMS = {"alpha", "beta", "value", "other", "exponent", "min", "max", "scale", "p",
+                  "margin", "eps", "fill_value", "lambd", "threshold"}
+# int parameters (a bool there is torch's TypeError "must be int, not bool")
+_INT_PARAMS = {"dim", "k", "n", "index", "step", "size", "kernel_size", "stride", "diagonal",
+               "offset", "repeats", "sections", "chunks", "split_size", "ind", "dim0", "dim1",
+               "start_dim", "end_dim", "n_fft", "hop_length", "win_length", "window_length",
+               "steps", "output_size", "dilation", "groups", "num_classes", "source",
+               "destination", "shifts", "dims", "sizes", "split_size_or_sections",
+               "indices_or_sections", "padding", "output_padding", "num_samples",
+               "upscale_factor", "downscale_factor"}
+_LIST_FLOAT_OK = {"scale_factor", "q", "weight", "boundaries", "values", "data", "bins",
+                  "range", "pad", "normalized_shape"}
+
+
+def internal_error(op, fn, args, kwargs, exc):
+    """torch's exception for a call on which the op raised an internal error (asked only
+    then, by `argument_error`), or None to let it through:
+
+    - an AttributeError naming a non-tensor argument's type ('str' object has no attribute
+      'dim'): torch's parser refuses that argument, TypeError naming it (except where torch's
+      function is Python code, TORCH_PYTHON: the AttributeError is torch's answer too);
+    - a str that failed a NumPy/int conversion, a str where no str goes, a list of floats
+      where no float list goes, a bool where an int goes: the parser's TypeError;
+    - a ValueError NumPy raised inside a kernel (a reshape, broadcast or LAPACK failure,
+      where ember's own code did not raise it): torch's kernels raise RuntimeError there."""
+    fname = getattr(op, "name", op)
+    bound = _bound(fn, args, kwargs)
+    msg = str(exc)
+    in_python = python_level(fname, args, kwargs)
+    if in_python:
+        attrs, positions = TORCH_PYTHON[fname][:2]
+        for k, p in enumerate(positions):
+            attr = attrs if isinstance(attrs, str) else attrs[k]
+            v = args[p] if p < len(args) else None
+            if p < len(args) and not isinstance(v, Tensor) and not hasattr(v, "dtype"):
+                if hasattr(v, attr):    # ("abc".split(2, 0): str's own method refuses)
+                    return TypeError(f"{fname}(): argument {p + 1} must be Tensor, not "
+                                     f"{type(v).__name__}")
+                return AttributeError(f"'{type(v).__name__}' object has no attribute "
+                                      f"'{attr}'")
+    if isinstance(exc, AttributeError):
+        m = _NO_ATTR.match(msg)
+        if m is None:     # (an argument torch's Python code reads was answered above)
+            return None
+        for name, pos, value in bound:
+            if type(value).__name__ == m.group(1) and not isinstance(value, Tensor):
+                return TypeError(_must_be(fname, name, pos, "Tensor", value))
+        return None
+    if isinstance(exc, TypeError):    # (torch's class already: int_arg's, NumPy's own)
+        return None
+    for name, pos, value in bound:
+        if isinstance(value, str) and name is not None and name not in _STR_PARAMS and \
+                name not in _PY_INT_PARAMS and name not in _DEFAULTS_STR(fn):
+            return TypeError(_invalid_combination(fname, args, kwargs))
+        if isinstance(value, bool) and name not in _SCALAR_PARAMS and \
+                fname not in BOOL_OVERLOAD and not in_python and (
+                name in _INT_PARAMS or _int_default(fn, name)):
+            return TypeError(_must_be(fname, name, pos, "int", value))
+        if isinstance(value, list) and value and name not in _LIST_FLOAT_OK and \
+                any(type(v) is float for v in value) and not in_python:
+            return TypeError(_invalid_combination(fname, args, kwargs))
+    if isinstance(exc, ValueError) and any(s in msg for s in _STR_CONVERSION) and not any(
+            name in _PY_INT_PARAMS for name, _, v in bound if isinstance(v, str)):
+        return TypeError(_invalid_combination(fname, args, kwargs))
+    if type(exc).__name__ in ("ValueError", "LinAlgError") and _from_numpy(exc) and not any(
+            s in msg for s in _STR_CONVERSION + ("math domain error",)):   # (Python's own)
+        return RuntimeError(msg)
     return None
+
+
+def python_level(fname, args, kwargs):
+    """Whether torch's function `fname` is Python code that reads an attribute of its
+    arguments before its parser sees them, on this call (TORCH_PYTHON)."""
+    entry = TORCH_PYTHON.get(fname)
+    return entry is not None and (len(entry) == 2 or entry[2](args, kwargs))
+
+
+def _from_numpy(exc):
+    """Whether NumPy raised `exc`: its innermost frame is NumPy's or SciPy's, or ember code
+    whose line is no `raise` (a C function of NumPy's raised it, a reshape or broadcast)."""
+    tb = exc.__traceback__
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    path = tb.tb_frame.f_code.co_filename
+    if "/numpy/" in path or "/scipy/" in path:
+        return True
+    if "/ember/" not in path:
+        return False
+    return "raise" not in linecache.getline(path, tb.tb_lineno)
+
+
+def _bound(fn, args, kwargs):
+    """(name or None, position or None, value) of each argument of the call."""
+    ps = _params(fn) or []
+    names = []
+    for p in ps:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            break
+        names.append(p.name)
+    out = [(names[k] if k < len(names) else None, k, v) for k, v in enumerate(args)]
+    return out + [(k, None, v) for k, v in kwargs.items()]
+
+
+def _DEFAULTS_STR(fn):
+    return {p.name for p in (_params(fn) or []) if isinstance(p.default, str)}
+
+
+def _int_default(fn, name):
+    p = next((p for p in (_params(fn) or []) if p.name == name), None)
+    return p is not None and type(p.default) is int
+
+
+def _must_be(fname, name, pos, what, value):
+    where = f" (position {pos + 1})" if pos is not None else ""
+    arg = f"argument '{name}'" if name is not None else "an argument"
+    return f"{fname}(): {arg}{where} must be {what}, not {type(value).__name__}"
+
+
+def _invalid_combination(fname, args, kwargs):
+    def t(v):
+        return "Tensor" if isinstance(v, Tensor) else type(v).__name__
+    got = [t(v) for v in args] + [f"{k}={t(v)}" for k, v in kwargs.items()]
+    return f"{fname}() received an invalid combination of arguments - got ({', '.join(got)})"
 
 
 def int_arg(value, fname, name, pos, what="int"):

@@ -169,6 +169,12 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
                       "support size.'batchmean' divides only by the batch size, and aligns with "
                       "the KL div math definition.'mean' will be changed to behave the same as "
                       "'batchmean' in the next major release.")
+    for t in (input, target):
+        if isinstance(t, Tensor) and t.dtype.is_complex:
+            raise RuntimeError("kl_div: Complex inputs not supported.")
+    for t in (input, target):
+        if isinstance(t, Tensor) and not t.dtype.is_floating_point:
+            raise RuntimeError("kl_div: Integral inputs not supported.")
     (input, target), dt = _up(input, target)
     if log_target:
         loss = target.exp() * (target - input)
@@ -292,10 +298,15 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     reduction = _legacy_reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
+    if weight is not None and weight.dim() != 1:
+        raise ValueError("weight must be one-dimensional")
     squeeze = input.dim() <= 1
     x = input.reshape(1, -1) if squeeze else input
     t = target.reshape(-1)
     c = x.shape[1]
+    if weight is not None and weight.numel() != c:
+        raise RuntimeError(f"inconsistent weight size, expected {c} but got "
+                           f"{list(weight.shape)}")
     xy = x.gather(1, t.unsqueeze(1))
     z = (margin - xy + x).clamp_min(0)
     if p == 2:

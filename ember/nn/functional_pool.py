@@ -304,6 +304,9 @@ def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_
                 divisor_override):
     ks, st, pad, dil = _pool_args(nd, name, input, kernel_size, stride, padding, 1)
     batched, x, size, out = _pool_window(nd, input, ks, st, pad, dil, ceil_mode)
+    if nd == 3 and any(s < k for s, k in zip(size, ks)):    # (torch's 3-d check, padding aside)
+        raise RuntimeError(f"input image (T: {size[0]} H: {size[1]} W: {size[2]}) smaller than "
+                           f"kernel size (kT: {ks[0]} kH: {ks[1]} kW: {ks[2]})")
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     pads = tuple((pad[i], max(0, (out[i] - 1) * st[i] + ks[i] - size[i] - pad[i]))
@@ -521,6 +524,10 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
         if isinstance(s, float):     # torch's parser of the kernel's int list
             raise TypeError(f"max_unpool{nd}d(): argument 'output_size' (position 3) must be "
                             f"tuple of ints, but found element of type float at pos {i}")
+    for i, s in enumerate(size):
+        if s < 0:
+            raise ValueError(f"max_unpooling: output_size must contain non-negative spatial "
+                             f"dimensions, but got output_size[{i}]={s}")
     if ind.shape != x.shape:
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(x.shape)}) but got indices tensor with shape: "

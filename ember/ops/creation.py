@@ -246,6 +246,8 @@ def _size_args(size):
         raise TypeError('missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
+    if size and size[0].__class__ is bool:     # (torch's parser: a bool first is no size)
+        raise TypeError("zeros(): argument 'size' (position 1) must be tuple of ints, not bool")
     out = []
     for s in size:
         if isinstance(s, Tensor):
@@ -359,6 +361,9 @@ def wrap_strided(arr, dt):
 
 def empty_strided(size, stride, *, dtype=None, device=None, requires_grad=False, **kw):
     """A tensor with the given sizes and strides (ember zero-fills it)."""
+    for k in kw:
+        if k not in ("layout", "pin_memory"):
+            raise TypeError(f"empty_strided() got an unexpected keyword argument '{k}'")
     dt = _dtype_or_default(dtype)
     if len(tuple(size)) != len(tuple(stride)):
         raise RuntimeError(f"dimensionality of sizes ({len(tuple(size))}) must match "

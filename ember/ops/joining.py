@@ -202,6 +202,9 @@ def tensor_split(input, indices_or_sections, dim=0):
                                "zero-dimensional or one-dimensional tensor, but got a tensor "
                                f"with {ios.dim()} dims")
         ios = ios.item() if ios.dim() == 0 else ios.tolist()
+    if isinstance(ios, bool):
+        raise TypeError("tensor_split() received an invalid combination of arguments - got "
+                        "(bool), but expected one of: (tuple of ints indices, int dim = 0)")
     if isinstance(ios, int):
         if ios <= 0:
             raise RuntimeError(f"number of sections must be larger than 0, got {ios}")
@@ -351,7 +354,8 @@ def repeat(self, *sizes):
     """Tile `self` `sizes[i]` times along each dim (extra leading sizes add dims)."""
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
-    sizes = tuple(int(s) for s in sizes)
+    sizes = tuple(s if type(s) is int or (k and type(s) is bool) else
+                  int_arg(s, "repeat", "repeats", k + 1) for k, s in enumerate(sizes))
     if len(sizes) < self.dim():
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")

@@ -16,7 +16,7 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name, not_implemented
-from ..dispatch_args import tensor_args
+from ..dispatch_args import int_arg, tensor_args
 from ..return_types import _make
 from .registry import OpDef, EXTERN, COMPOSITE, FP32, OPS, FUNCTIONS as F_, register
 from .matmul import finish, _out
@@ -218,6 +218,9 @@ def householder_product(A, tau, *, out=None):
     if k > n:
         raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
+    if tau.dtype is not A.dtype:
+        raise RuntimeError(f"{name}: tau dtype {torch_name(tau.dtype)} does not match input "
+                           f"dtype {torch_name(A.dtype)}")
     return _out(_householder_q(A, tau, m)[..., :, :n], out)
 
 
@@ -249,6 +252,11 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     if input.shape[-2] != m:
         raise RuntimeError(f"torch.ormqr: input.shape[-2] must be equal to other.shape"
                            f"[{-2 if left else -1}]")
+    for t, n in ((tau, "tau"), (other, "other")):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {n} to have the same dtype, "
+                               f"but input has dtype{torch_name(input.dtype)} and {n} has "
+                               f"dtype {torch_name(t.dtype)}")
     Q = _householder_q(input, tau, m)
     if transpose:
         Q = Q.mT
@@ -280,6 +288,8 @@ def geqrf(input, *, out=None):
 def tensorinv(A, ind=2, *, out=None):
     """The inverse of A seen as a matrix prod(shape[:ind]) x prod(shape[ind:])."""
     tensor_args("linalg_tensorinv", ("input", 1, A))
+    if type(ind) is not int:
+        ind = int_arg(ind, "linalg_tensorinv", "ind", 2)
     if ind <= 0:
         raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
     left, right = tuple(A.shape[:ind]), tuple(A.shape[ind:])
@@ -368,6 +378,9 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False, *, 
         if isinstance(t, Tensor) and t.dim() < 2:
             raise RuntimeError(f"torch.triangular_solve: Expected {n} to have at least 2 "
                                f"dimensions, but it has {t.dim()} dimensions instead")
+    if isinstance(b, Tensor) and isinstance(A, Tensor) and b.dtype is not A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{torch_name(b.dtype)} and A of type {torch_name(A.dtype)} instead.")
     M = A.mT if transpose else A
     X = solve_triangular(M, b, upper=upper != transpose, unitriangular=unitriangular)
     return triangular_solve_t(X, A.clone())

@@ -39,6 +39,8 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     >>> ember.diff(ember.tensor([1, 3, 6]))
     tensor([2, 3])
     """
+    if type(n) is not int or n >= 1 << 63:
+        n = int_arg(n, "diff", "n", 2)
     if input.dim() == 0:
         raise RuntimeError("diff expects prepend or append to be the same dimension as input")
     if n < 0:
@@ -184,6 +186,12 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
         raise TypeError(f"isin() received an invalid combination of arguments - got "
                         f"({type(elements).__name__}, {type(test_elements).__name__}), but "
                         f"expected one of: (Tensor, Tensor), (Number, Tensor), (Tensor, Number)")
+    for x in (elements, test_elements):
+        if isinstance(x, Tensor) and (x.dtype is D.bool_ or x.dtype.is_complex):
+            raise RuntimeError(f"Unsupported input type encountered for isin(): "
+                               f"{torch_name(x.dtype)}")
+        if isinstance(x, bool):
+            raise RuntimeError("Unsupported input type encountered for isin(): Bool")
     e = elements._data if isinstance(elements, Tensor) else np.asarray(elements)
     t = test_elements._data if isinstance(test_elements, Tensor) else np.asarray(test_elements)
     try:
@@ -407,6 +415,13 @@ def nuclear_norm(input, dim=None, keepdim=False, *, out=None):
 
 
 # ---- histograms ---------------------------------------------------------------------------
+def _c_name(dt):
+    """A dtype as torch's C++ messages name it (double, float, long int, bool)."""
+    return {"Double": "double", "Float": "float", "Long": "long int", "Int": "int",
+            "Bool": "bool", "Half": "c10::Half", "BFloat16": "c10::BFloat16"}.get(
+                torch_name(dt), torch_name(dt).lower())
+
+
 def _hist_check(input, name="histogram"):
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
@@ -430,6 +445,14 @@ def _outer_edges(a, range):
 def histogram(input, bins=100, *, range=None, weight=None, density=False, out=None):
     """Histogram of the values: (hist, bin_edges), `bins` a count or the edges."""
     _hist_check(input)
+    if isinstance(bins, Tensor) and bins.dtype is not input.dtype:
+        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have the "
+                           f"same dtype, but got input with dtype {_c_name(input.dtype)} and "
+                           f"bins for dimension 0 with dtype {_c_name(bins.dtype)}")
+    if weight is not None and weight.dtype is not input.dtype:
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor and "
+                           f"weight tensor should have the same dtype, but got "
+                           f"input({_c_name(input.dtype)}), and weight({_c_name(weight.dtype)})")
     a = input._data.reshape(-1)
     w = None if weight is None else weight._data.reshape(-1)
     if isinstance(bins, Tensor):

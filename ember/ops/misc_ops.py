@@ -114,6 +114,8 @@ def ldexp(input, other, *, out=None):
     for n, x in (("input", input), ("other", other)):
         if not isinstance(x, Tensor):
             raise TypeError(f"ldexp(): argument '{n}' must be Tensor, not {type(x).__name__}")
+    if other.dtype is D.bool_:
+        raise NotImplementedError("\"ldexp_cpu_exp\" not implemented for 'Bool'")
     return FUNCTIONS["mul"](input, FUNCTIONS["pow"](2.0, other), out=out)
 
 

@@ -105,6 +105,11 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
         raise RuntimeError("index_reduce_(): Expected dtype int32/int64 for index but got: "
                            f"{D.torch_name(index.dtype)}")
     d = dim % max(source.dim(), 1)
+    if input.dim() and source.dim() and (source.dim() != input.dim() or any(
+            a != b for k, (a, b) in enumerate(zip(input.shape, source.shape)) if k != dim)):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
     if source.dim() and index.numel() != source.shape[d]:
         raise RuntimeError("index_reduce_(): Index should have dimension 1 or the same number "
                            "of elements as the dimension of source")

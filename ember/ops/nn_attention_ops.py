@@ -15,6 +15,7 @@ from ..core import dtype as D
 from ..core.tensor import Tensor
 from .. import dispatch
 from ..dispatch import wrap
+from ..dispatch_args import ARG_ERRORS, raise_as_torch
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from ..core.meta import MetaData
@@ -258,7 +259,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
-    _check_head_dims(query, key)
+    try:
+        _check_head_dims(query, key)
+    except ARG_ERRORS as exc:    # (free until it raises) a str or list for a tensor
+        raise_as_torch(SDPA, scaled_dot_product_attention, (query, key, value), {}, exc)
     if attn_mask is None and dropout_p == 0.0 and _fast_ok(query, key, value):
         if scale is None:
             scale = 1.0 / math.sqrt(query._data.shape[-1])

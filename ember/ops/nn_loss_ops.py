@@ -19,7 +19,7 @@ from ..core import dtype as D
 from ..core.tensor import Tensor
 from .. import dispatch
 from ..dispatch import wrap
-from ..dispatch_args import tensor_args
+from ..dispatch_args import tensor_args, ARG_ERRORS, raise_as_torch
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from ..core.meta import MetaArray, MetaData
@@ -116,14 +116,17 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
              reduction="mean"):
     """``-input[n, target[n]] * weight[target[n]]``; input is (N, C, d1, ...) or (C,) of
     log-probabilities. 'mean' divides by the summed weights of the non-ignored targets."""
-    check_dtype(NLL_LOSS, input)
-    if state.autocast_enabled:    # NLL_LOSS.amp: float32
-        return dispatch.autocast_hook(NLL_LOSS, nll_loss, (), dict(locals()))
-    if state.modes:
-        return under_mode(NLL_LOSS, nll_loss, (input, target, weight, size_average,
-                                               ignore_index, reduce, reduction))
-    return _nll_loss_decomp(input, target, weight, size_average, ignore_index, reduce,
-                            reduction)
+    try:
+        check_dtype(NLL_LOSS, input)
+        if state.autocast_enabled:    # NLL_LOSS.amp: float32
+            return dispatch.autocast_hook(NLL_LOSS, nll_loss, (), dict(locals()))
+        if state.modes:
+            return under_mode(NLL_LOSS, nll_loss, (input, target, weight, size_average,
+                                                   ignore_index, reduce, reduction))
+        return _nll_loss_decomp(input, target, weight, size_average, ignore_index, reduce,
+                                reduction)
+    except ARG_ERRORS as exc:    # (a choice function is its own seam: free until it raises)
+        raise_as_torch(NLL_LOSS, nll_loss, (input, target, weight), {}, exc)
 
 
 NLL_LOSS = composite("nll_loss", nll_loss, _nll_loss_decomp, function=False, method=False,

@@ -43,12 +43,18 @@ def _check_norm_shape(input, shape):
     return tuple(range(nd - len(shape), nd))
 
 
-def _check_affine(shape, weight, bias):
+def _check_affine(shape, weight, bias, input=None):
     for t, n in ((weight, "weight"), (bias, "bias")):
         if t is not None and tuple(t.shape) != shape:
             raise RuntimeError(f"Expected {n} to be of same shape as normalized_shape, but got "
                                f"{n} of shape {list(t.shape)} and normalized_shape = "
                                f"{list(shape)}")
+        if t is not None and input is not None and t.dtype is not input.dtype and not (
+                input.dtype in (D.float16, D.bfloat16) and t.dtype is D.float32 and (
+                    weight is None or bias is None or weight.dtype is bias.dtype)):
+            # torch's CPU kernel: parameters of the input's dtype (or float32 for a 16-bit one)
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
+                               "Float")
 
 
 def _layer_norm_decomp(input, normalized_shape, weight=None, bias=None, eps=1e-5):
@@ -183,7 +189,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         return under_mode(LAYER_NORM, layer_norm, (input, normalized_shape, weight, bias, eps))
     shape = _norm_shape(normalized_shape)
     dims = _check_norm_shape(input, shape)
-    _check_affine(shape, weight, bias)
+    _check_affine(shape, weight, bias, input)
     if _layer_norm_fast_ok(input, weight, bias, shape):
         try:
             return LAYER_NORM.fused(input, weight, bias, dims, eps)

@@ -25,7 +25,7 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, run_meta
-from ..dispatch_args import int_arg, tensor_args
+from ..dispatch_args import int_arg, tensor_args, ARG_ERRORS, raise_as_torch
 from ..core.meta import MetaData, MetaArray
 from ..autograd.grad_mode import state, call_mode, no_grad
 from ..autograd import graph
@@ -100,6 +100,8 @@ def composition(name, fn, **fields):
             return fn(*args, **kwargs)
         except MetaData:     # a meta input met NumPy in `fn`: the op's meta rule
             return run_meta(op, args, kwargs)
+        except ARG_ERRORS as exc:   # (free until something raises) torch's answer instead
+            raise_as_torch(op, fn, args, kwargs, exc)
     dispatched.__doc__ = fn.__doc__
     dispatched.__wrapped__ = fn
     dispatched._dispatches = True
@@ -195,13 +197,16 @@ def _log_softmax_decomp(input, dim, dtype=None):
 
 def softmax(input, dim, dtype=None):
     """``exp(x) / sum(exp(x))`` over `dim`, computed stably."""
-    if dtype is None:
-        check_dtype(SOFTMAX, input)
-    if type(dim) is not int:
-        dim = int_arg(dim, "softmax", "dim", 2)
-    if state.modes:
-        return under_mode(SOFTMAX, softmax, (input, dim, dtype))
-    return _softmax_decomp(input, dim, dtype)
+    try:
+        if dtype is None:
+            check_dtype(SOFTMAX, input)
+        if type(dim) is not int:
+            dim = int_arg(dim, "softmax", "dim", 2)
+        if state.modes:
+            return under_mode(SOFTMAX, softmax, (input, dim, dtype))
+        return _softmax_decomp(input, dim, dtype)
+    except ARG_ERRORS as exc:    # (a choice function is its own seam: free until it raises)
+        raise_as_torch(SOFTMAX, softmax, (input, dim, dtype), {}, exc)
 
 
 def log_softmax(input, dim, dtype=None):

@@ -183,6 +183,11 @@ def randint_like(input, low=0, high=None, *, dtype=None, generator=None, **kw):
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, out=None, **kw):
     """Normal samples; `mean` and `std` may be tensors (broadcast) or numbers with `size`."""
+    if kw:
+        for k in kw:
+            if k not in ("layout", "device", "pin_memory", "requires_grad"):
+                raise TypeError(f"normal() received an invalid combination of arguments - got "
+                                f"an unexpected keyword argument '{k}'")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         m = mean._data if isinstance(mean, Tensor) else mean
         s = std._data if isinstance(std, Tensor) else std

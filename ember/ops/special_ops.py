@@ -203,6 +203,21 @@ def _sp_binary(op_name, fname):
     return kernel
 
 
+def _igamma_kernel(op_name, fname):
+    """SciPy's regularized incomplete gamma, with torch's order of tests: x == 0 and
+    x == inf give 0 and 1 (igammac: 1 and 0) before a NaN `a` is looked at."""
+    sp = _sp_binary(op_name, fname)
+
+    def kernel(xp, a, b):
+        r = sp(xp, a, b)
+        fix = np.isnan(a) & ((b == 0) | (b == np.inf))
+        if fix.any():
+            r = np.where(fix, (b == np.inf) if fname == "gammainc" else (b == 0), r).astype(
+                r.dtype, copy=False)
+        return r
+    return kernel
+
+
 def _igamma_x_grad(g, self, other):
     return g * exp((self - 1) * log(other) - other - lgamma(self))
 
@@ -215,10 +230,10 @@ def _float_only(kernel_name):
     return rule
 
 
-igamma = defpw("igamma", None, _sp_binary("igamma", "gammainc"),
+igamma = defpw("igamma", None, _igamma_kernel("igamma", "gammainc"),
                rule=_float_only("igamma_cpu"), errstate=True, tensor_only=True,
                grads={"self": _no_derivative("igamma: input"), "other": _igamma_x_grad})
-igammac = defpw("igammac", None, _sp_binary("igammac", "gammaincc"),
+igammac = defpw("igammac", None, _igamma_kernel("igammac", "gammaincc"),
                 rule=_float_only("igammac_cpu"), errstate=True, tensor_only=True,
                 grads={"self": _no_derivative("igammac: input"),
                        "other": lambda g, self, other: -_igamma_x_grad(g, self, other)})

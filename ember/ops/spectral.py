@@ -252,14 +252,25 @@ def resize_all(x, dims, sizes):
 
 
 # ---- the transforms (ember.fft's functions call these) -------------------------------------
+def _empty_batch(x, dims):
+    """torch's CPU FFT (MKL's DFTI) refuses a transform of non-empty signals over an empty
+    batch (an fft of a (0, 6) tensor); an empty signal is "Invalid number of data points"."""
+    if not x._data.size and all(x._data.shape[d] for d in dims):
+        raise RuntimeError("MKL FFT error: Intel oneMKL DFTI ERROR: Inconsistent "
+                           "configuration parameters")
+    return x
+
+
 def c2c(x, dims, sizes, norm, forward, name):
     x = as_float(x, name)
-    return _fft_c2c(as_complex(resize_all(x, dims, sizes)), dims, check_norm(norm), forward)
+    x = _empty_batch(as_complex(resize_all(x, dims, sizes)), dims)
+    return _fft_c2c(x, dims, check_norm(norm), forward)
 
 
 def r2c(x, dims, sizes, norm, name, onesided=True):
     x = as_float(x, name, real_only=True)
-    return _fft_r2c(resize_all(x, dims, sizes), dims, check_norm(norm), onesided)
+    return _fft_r2c(_empty_batch(resize_all(x, dims, sizes), dims), dims, check_norm(norm),
+                    onesided)
 
 
 def c2r(x, dims, sizes, norm, name):
@@ -272,7 +283,7 @@ def c2r(x, dims, sizes, norm, name):
     if last < 1:
         raise RuntimeError(f"Invalid number of data points ({last}) specified")
     x = resize_all(x, dims[:-1], sizes[:-1])
-    x = resize(x, dims[-1], last // 2 + 1)
+    x = _empty_batch(resize(x, dims[-1], last // 2 + 1), dims)
     return _fft_c2r(x, dims, check_norm(norm), last)
 
 

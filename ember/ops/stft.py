@@ -151,13 +151,19 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     `input` is 1-D (a signal) or 2-D (a batch); frames start every `hop_length` samples
     (default n_fft // 4) and are multiplied by `window` (default ones), centred in n_fft.
     """
+    integral = not (input.dtype.is_floating_point or input.dtype.is_complex)
+    if integral and center and pad_mode == "reflect" and input.dtype is D.bool_:
+        raise NotImplementedError("\"reflection_pad1d\" not implemented for 'Bool'")  # (torch's
     if return_complex is None and not input.dtype.is_complex and \
-            not (window is not None and window.dtype.is_complex):
+            not (window is not None and window.dtype.is_complex):         # padding: first)
         raise RuntimeError("stft requires the return_complex parameter be given for real "
                            "inputs, and will further require that return_complex=True in a "
                            "future PyTorch release.")
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
+    if integral:
+        raise RuntimeError(_describe("stft", input, n_fft, hop, win, window, "") +
+                           " : expected a tensor of floating point or complex values")
     x = _s.as_float(input, "stft")
     if center:
         if x.dim() not in (1, 2):

@@ -14,6 +14,7 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import strides as S
 from ..core.strides import strided_view, storage_positions as _storage_positions  # noqa: F401
 from ..core.tensor import Tensor, make_view
+from ..dispatch_args import int_arg
 from .registry import OpDef, VIEW, register, METHODS, OPS
 from ..autograd.derivative import Derivative
 from . import batch_rules as _br
@@ -245,10 +246,26 @@ def movedim(self, source, destination):
     return permute(self, order)
 
 
-def squeeze(self, dim=None):
+class _SizeOneDims:
+    """squeeze's default `dim`: torch's overload without a dim (every size-1 dim). An
+    explicit ``dim=None`` is not that overload: torch's parser refuses it."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<every size-1 dim>"
+
+
+SIZE_ONE_DIMS = _SizeOneDims()
+
+
+def squeeze(self, dim=SIZE_ONE_DIMS):
     shape = self._data.shape
     nd = len(shape)
     if dim is None:
+        raise TypeError("squeeze() received an invalid combination of arguments - got "
+                        "(Tensor, NoneType), but expected one of: (Tensor input), (Tensor "
+                        "input, int dim), (Tensor input, tuple of ints dim)")
+    if dim is SIZE_ONE_DIMS:
         axes = tuple(i for i, s in enumerate(shape) if s == 1)
     else:
         dims = tuple(dim) if isinstance(dim, (list, tuple)) else (dim,)
@@ -315,7 +332,8 @@ def select(self, dim, index):
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
     d = S.wrap_dim(dim, nd)
     size = self._data.shape[d]
-    index = int(index)
+    if type(index) is not int:
+        index = int_arg(index, "select", "index", 2)
     if index < -size or index >= size:
         raise IndexError(f"select(): index {index} out of range for tensor of size "
                          f"{list(self._data.shape)} at dimension {d}")
@@ -430,6 +448,8 @@ def as_strided(self, size, stride, storage_offset=None):
 
 
 def unfold(self, dimension, size, step):
+    if type(size) is not int or type(step) is not int:
+        size, step = int_arg(size, "unfold", "size", 2), int_arg(step, "unfold", "step", 3)
     nd = self._data.ndim
     d = S.wrap_dim(dimension, nd)
     length = self._data.shape[d] if nd else 1
@@ -535,7 +555,8 @@ def _inplace_view(view_fn, name):
     return method
 
 
-METHODS["squeeze_"] = _inplace_view(lambda self, dim=None: squeeze(self, dim), "squeeze_")
+METHODS["squeeze_"] = _inplace_view(lambda self, dim=SIZE_ONE_DIMS: squeeze(self, dim),
+                                    "squeeze_")
 METHODS["unsqueeze_"] = _inplace_view(lambda self, dim: unsqueeze(self, dim), "unsqueeze_")
 METHODS["t_"] = _inplace_view(lambda self: t(self), "t_")
 METHODS["transpose_"] = _inplace_view(lambda self, a, b: transpose(self, a, b), "transpose_")

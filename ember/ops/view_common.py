@@ -167,6 +167,8 @@ def repoint(r, a, off):
 def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = shape[0]
+    if shape and shape[0].__class__ is bool:     # (torch's parser: a bool first is no size)
+        raise TypeError("argument 'size' (position 1) must be tuple of ints, not bool")
     out = []
     for s in shape:
         if hasattr(s, "__index__"):

@@ -147,6 +147,13 @@ TORCH_CRASHES = {
 }
 
 
+# ops whose torch result on NaN/inf input is not defined: torch 2.13's Chebyshev kernels
+# return uninitialized memory for NaN x and larger n (1.4e-45 on one call, 1.9e37 on the
+# next; tests/fuzz/test_fuzz_fixes.py shows it): compared on shapes and dtypes there
+TORCH_UNDEFINED_ON_SPECIALS = {f"special_{s}chebyshev_polynomial_{k}" for s in ("", "shifted_")
+                               for k in "tuvw"}
+
+
 def all_cases():
     """Every (op name, sample index, mutation name), in a fixed order."""
     from samples import samples_for
@@ -179,8 +186,10 @@ def _flat(r, lib):
     import numpy as np
     if isinstance(r, lib.Tensor):
         a = r.detach()
-        if lib.__name__ == "torch" and a.dtype == lib.bfloat16:
-            a = a.float()
+        if lib.__name__ == "torch":
+            a = a.resolve_conj().resolve_neg()   # (a conj view: its values, as ember's)
+            if a.dtype == lib.bfloat16:
+                a = a.float()
         arr = np.asarray(a.numpy() if lib.__name__ == "torch" else a.numpy())
         return [("T", str(r.dtype).split(".")[-1], tuple(r.shape), arr)]
     if isinstance(r, (tuple, list)) and not type(r).__name__ == "Size":
@@ -287,13 +296,21 @@ def run_one(name, i, mutation):
     except (ValueError, OverflowError, TypeError):
         return None        # the mutation does not fit the sample's explicit values
     res, values = {}, s.values
+    if mutation == "specials" and name in TORCH_UNDEFINED_ON_SPECIALS:
+        values = False
     for lib in (torch, ember):
         try:
             args, kwargs = to_lib(arrs, lib)
             r = call(name, s, args, kwargs, lib, REFERENCE.get(name))
+        except Exception as exc:  # noqa: BLE001 - every exception is compared with torch's
+            res[lib.__name__] = ("raise", exc)
+            continue
+        try:
             r, values = _defined_part(r, (args, kwargs), mutation, values)
             res[lib.__name__] = ("ok", _flat(s.post(r) if s.post else r, lib))
-        except Exception as exc:  # noqa: BLE001 - every exception is compared with torch's
+        except Exception as exc:  # noqa: BLE001
+            if lib is torch:      # torch returned what it cannot read back itself (a size
+                return None       # -8 dim of an empty expand): no oracle for the case
             res[lib.__name__] = ("raise", exc)
     (tk, tr), (ek, er) = res["torch"], res["ember"]
     if tk == "raise" and ek == "raise":

@@ -40,22 +40,6 @@ KNOWN = {
         'ember raised OverflowError, torch RuntimeError: value cannot be converted to type uint8_t without overflow',
     ('inverse', 'complex64'):
         'spurious: ember raised RuntimeError: linalg.inv: Expected a floating point or complex tensor as input. Got ...',
-    ('isin', 'bool'):
-        'accepted: torch raised RuntimeError: Unsupported input type encountered for isin(): Bool',
-    ('isin', 'complex64'):
-        'accepted: torch raised RuntimeError: Unsupported input type encountered for isin(): ComplexFloat',
-    ('kl_div', 'complex64'):
-        'ember raised NotImplementedError, torch RuntimeError: kl_div: Complex inputs not supported.',
-    ('kl_div', 'int16'):
-        'accepted: torch raised RuntimeError: kl_div: Integral inputs not supported.',
-    ('kl_div', 'int32'):
-        'accepted: torch raised RuntimeError: kl_div: Integral inputs not supported.',
-    ('kl_div', 'int64'):
-        'accepted: torch raised RuntimeError: kl_div: Integral inputs not supported.',
-    ('kl_div', 'int8'):
-        'accepted: torch raised RuntimeError: kl_div: Integral inputs not supported.',
-    ('kl_div', 'uint8'):
-        'accepted: torch raised RuntimeError: kl_div: Integral inputs not supported.',
     ('lerp', 'complex64'):
         'spurious: ember raised NotImplementedError: "lerp_kernel_tensor" not implemented for \'ComplexFloat\'',
     ('linalg_cholesky_ex', 'bfloat16'):

@@ -168,7 +168,7 @@ def embedding_bag(weight, indices, offsets, scale_grad_by_freq=False, mode=0, sp
     offset2bag = np.zeros(0, it) if fast else bag_of.astype(it)
     bag_size = np.zeros(nbags, it) if mode == 0 else counts.astype(it)
     if mode == 2:
-        w = weight.detach().numpy()
+        w = weight.detach()._numpy()
         max_indices = np.zeros((nbags, weight.shape[1]), it)
         for b in range(nbags):
             rows = idx[:bag_of.size][(bag_of == b) & keep]

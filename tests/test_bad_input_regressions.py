@@ -19,6 +19,13 @@ def _setitem(lib, target_shape, index, value_shape):
 
 
 CASES = {
+    # complex bounds give a complex linspace (it was silently real zeros)
+    "linspace(0, 1j, 3)": lambda lib: lib.linspace(0, 1j, 3),
+    "linspace(1+1j, 3-2j, 5)": lambda lib: lib.linspace(1 + 1j, 3 - 2j, 5),
+    "linspace(0, 2j, 4, complex128)": lambda lib: lib.linspace(0, 2j, 4, dtype=lib.complex128),
+    # NumPy has no bfloat16: numpy() refuses it (TypeError), force or not
+    "bfloat16 numpy()": lambda lib: lib.ones(2, dtype=lib.bfloat16).numpy(),
+    "bfloat16 numpy(force=True)": lambda lib: lib.ones(2, dtype=lib.bfloat16).numpy(force=True),
     # Python conversions of a tensor with several elements: ValueError (not TypeError)
     "float of 3 elements": lambda lib: float(lib.ones(3)),
     "int of 3 elements": lambda lib: int(lib.ones(3)),

@@ -81,7 +81,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
         kept_bags = bag_of[keep]
         if not kept_bags.size:
             return out + rows.sum() * 0     # (attached to the graph, as torch's is)
-        vals = rows.detach().numpy()
+        vals = rows.detach()._numpy()
         first = np.zeros((nbags, dim), np.int64)
         present = np.zeros(nbags, bool)
         for b in np.unique(kept_bags):

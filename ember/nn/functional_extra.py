@@ -102,9 +102,9 @@ def _fractional(nd, name, input, kernel_size, output_size, output_ratio, return_
                                f"{labels[i]} {spatial[i]}")
     if _random_samples is None:
         _random_samples = FUNCTIONS["rand"](n, c, nd, dtype=x.dtype)
-    dt = x.detach().numpy().dtype if x.dtype.is_floating_point else np.dtype(np.float32)
-    samples = _random_samples.detach().numpy().reshape(n, c, nd)
-    xv = x.detach().numpy().reshape(n, c, -1)
+    dt = x.detach()._numpy().dtype if x.dtype.is_floating_point else np.dtype(np.float32)
+    samples = _random_samples.detach()._numpy().reshape(n, c, nd)
+    xv = x.detach()._numpy().reshape(n, c, -1)
     strides = [math.prod(spatial[i + 1:]) for i in range(nd)]
     idx = np.zeros((n, c, math.prod(out)), np.int64)
     # the samples are ordered (width, height) in 2-D and (time, height, width) in 3-D

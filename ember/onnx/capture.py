@@ -56,7 +56,7 @@ class _Trace:
         tracer.record_values = {}
         flat = tensors_in([args, kwargs])
         buffers = list(model.buffers()) if hasattr(model, "buffers") else []
-        saved = [b.detach().numpy().copy() for b in buffers]
+        saved = [b.detach()._numpy().copy() for b in buffers]
         rng = get_rng_state().clone()
         try:
             self._run(tracer, model, args, kwargs, flat)

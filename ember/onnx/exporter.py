@@ -60,7 +60,7 @@ class _Exporter:
             return slice(self.arg(x.start, node_of, syms), self.arg(x.stop, node_of, syms),
                          self.arg(x.step, node_of, syms))
         if isinstance(x, Tensor):
-            return self.g.const(x.detach().numpy())
+            return self.g.const(x.detach()._numpy())
         return x
 
 
@@ -306,7 +306,7 @@ def _emit(graph, trace, out_nodes, in_nodes, varying, sym_dims, named, helper, o
     for n in graph.nodes:
         if n.kind == "lifted":
             t = n.target
-            arr = t.detach().numpy() if isinstance(t, Tensor) else np.asarray(t)
+            arr = t.detach()._numpy() if isinstance(t, Tensor) else np.asarray(t)
             pname = named.get(id(t))
             if pname is None:
                 ex.env[id(n)] = g.initializer(arr, "const")
@@ -334,12 +334,12 @@ def _emit(graph, trace, out_nodes, in_nodes, varying, sym_dims, named, helper, o
                     (op is not None or n.name in values):
                 r = _fold_call(ex, n, values)
             if isinstance(r, Tensor):
-                ex.env[id(n)] = g.const(r.detach().numpy(), name="folded")
+                ex.env[id(n)] = g.const(r.detach()._numpy(), name="folded")
                 ex.const.add(id(n))
                 ex.const_values[id(n)] = r
                 continue
             if isinstance(r, (tuple, list)) and r and all(isinstance(x, Tensor) for x in r):
-                ex.env[id(n)] = tuple(g.const(x.detach().numpy(), name="folded") for x in r)
+                ex.env[id(n)] = tuple(g.const(x.detach()._numpy(), name="folded") for x in r)
                 ex.const.add(id(n))
                 ex.const_values[id(n)] = r
                 continue

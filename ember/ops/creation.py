@@ -479,11 +479,18 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False,
         raise RuntimeError("number of steps must be non-negative")
     start = start.item() if isinstance(start, Tensor) else start
     end = end.item() if isinstance(end, Tensor) else end
-    dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
-    if not dt.is_floating_point:  # PyTorch truncates the bounds first, then the values
+    if dtype is not None:
+        dt = D.to_dtype(dtype)
+    elif isinstance(start, complex) or isinstance(end, complex):
+        dt = D.default_complex_dtype()     # complex bounds give a complex result, as torch
+    else:
+        dt = D.get_default_dtype()
+    if dt._kind == 3:
+        start, end = complex(start), complex(end)
+    elif not dt.is_floating_point:  # PyTorch truncates the bounds first, then the values
         start, end = int(start), int(end)
     arr = _linspace_values(start, end, steps)
-    if not dt.is_floating_point:
+    if dt._kind < 2:
         arr = np.trunc(arr)
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 

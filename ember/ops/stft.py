@@ -257,7 +257,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
         end = start + length
     end_avail = min(end, total)
     seg_env = env.narrow(0, start, end_avail - start)
-    low = np.abs(seg_env.detach().numpy()).min() if end_avail > start else 1.0
+    low = np.abs(seg_env.detach()._numpy()).min() if end_avail > start else 1.0
     if low < 1e-11:
         raise RuntimeError(f"{what} window overlap add min: {low:g}")
     y = y.narrow(-1, start, end_avail - start) / seg_env

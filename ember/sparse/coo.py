@@ -150,7 +150,7 @@ class SparseCooTensor:
         if not self._size:             # 0-dim: the sum of its (0 or more) entries
             return v.sum(dtype=v.dtype)
         if not v.requires_grad:
-            a = v.numpy()
+            a = v._numpy()
             out = np.zeros(self._size, dtype=a.dtype)
             np.add.at(out, tuple(self._i), a)
             return _tensor(out, dtype=v.dtype)
@@ -249,7 +249,7 @@ def to_sparse(t, sparseDims=None, *, layout=None, blocksize=None, dense_dim=None
     if (sparseDims is not None and sparseDims != t.dim()) or dense_dim:
         raise NotImplementedError("ember.sparse: hybrid sparse tensors (dense_dim > 0) are "
                                   "not supported")
-    a = t.detach().numpy()
+    a = t.detach()._numpy()
     if not a.ndim:
         return SparseCooTensor(np.zeros((0, 1), np.int64), t.reshape(1), (), True)
     i = np.stack(np.nonzero(a)).astype(np.int64)

@@ -102,7 +102,7 @@ class SparseCsrTensor:
 
 
 def _int_array(x, what):
-    a = np.asarray(x.numpy() if isinstance(x, Tensor) else x)
+    a = np.asarray(x._numpy() if isinstance(x, Tensor) else x)
     if a.ndim != 1:
         raise RuntimeError(f"{what} must have dim=1 but got {what}.dim()={a.ndim}")
     return a.astype(np.int64)

@@ -179,7 +179,7 @@ def _make_orthogonal(a):
 def _geqrf(a):
     """LAPACK's geqrf of each matrix (Householder vectors below the diagonal, R above; tau),
     through NumPy's ``qr(mode='raw')`` (which returns them transposed)."""
-    x = a.detach().numpy()
+    x = a.detach()._numpy()
     flat = x.reshape(-1, *x.shape[-2:])
     hs, taus = [], []
     for m in flat:

@@ -99,7 +99,7 @@ def torch_from_np(a):
 
 
 def ember_to_np(e):
-    return np.array(e.detach().numpy(), order="C")
+    return np.array(e.detach()._numpy(), order="C")   # (bfloat16: ml_dtypes, bit-exact)
 
 
 def build_with_base(spec):

@@ -162,11 +162,15 @@ frexp = register(OpDef("frexp", EXTERN), frexp)
 
 # ---- float_power_: in place, the result dtype is float64 -------------------------------------
 def float_power_(self, exponent):
-    """In-place float_power: self must already be float64 (torch's rule)."""
-    if self.dtype is not D.float64:
+    """In-place float_power: self must already have the result's dtype, float64, or
+    complex128 when either operand is complex (torch's rule)."""
+    cplx = self.dtype.is_complex or (isinstance(exponent, Tensor) and exponent.dtype.is_complex
+                                     ) or isinstance(exponent, complex)
+    want = D.complex128 if cplx else D.float64
+    if self.dtype is not want:
         raise RuntimeError(f"the base given to float_power_ has dtype "
                            f"{D.torch_name(self.dtype)} but the operation's result requires "
-                           "dtype Double")
+                           f"dtype {D.torch_name(want)}")
     return self.copy_(FUNCTIONS["float_power"](self, exponent))
 
 

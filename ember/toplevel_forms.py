@@ -420,7 +420,8 @@ def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):
                          align_corners)
 
 
-grid_sampler_2d = grid_sampler_3d = grid_sampler
+# (no grid_sampler_3d: ember's grid_sample is 2-d only, see the README's limitations)
+grid_sampler_2d = grid_sampler
 
 
 # ---- recurrent cells ------------------------------------------------------------------------
@@ -551,6 +552,6 @@ __all__ = sorted(set(_FORWARDED) | set("""
     hardshrink bilinear binary_cross_entropy_with_logits cosine_embedding_loss
     hinge_embedding_loss kl_div margin_ranking_loss poisson_nll_loss triplet_margin_loss ctc_loss
     cosine_similarity pairwise_distance pdist constant_pad_nd affine_grid_generator grid_sampler
-    grid_sampler_2d grid_sampler_3d rnn_tanh_cell rnn_relu_cell lstm_cell gru_cell lstm gru
+    grid_sampler_2d rnn_tanh_cell rnn_relu_cell lstm_cell gru_cell lstm gru
     rnn_tanh rnn_relu fork wait""".split()))
 globals().update(_FORWARDED)

@@ -12,7 +12,12 @@ class Storage:
     """A flat buffer (``data``: a 1-D backend array) and the version counter of its views."""
     __slots__ = ("data", "version", "__weakref__")
 
-    def __init__(self, data):
+    def __init__(self, data=()):
+        if type(data) is int or type(data) in (list, tuple):
+            # torch's public forms: UntypedStorage(nbytes) (zeros here; torch leaves the
+            # bytes uninitialised) and UntypedStorage([byte values])
+            data = (np.zeros(data, np.uint8) if type(data) is int else
+                    np.array(data, dtype=np.uint8).reshape(-1))
         self.data = data
         self.version = 0
 

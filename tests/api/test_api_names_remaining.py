@@ -281,3 +281,54 @@ def test_utils_data_datasets():
                 return (self.n + 1) // 2
         loader = D.DataLoader(D.TensorDataset(lib.arange(6.0)), sampler=Evens(6), batch_size=2)
         assert [b[0].tolist() for b in loader] == [[0.0, 2.0], [4.0]]
+
+
+@pytest.mark.parametrize("name,shape,args", [("lp_pool1d", (2, 3, 9), (2.0, 3)),
+                                             ("lp_pool2d", (1, 2, 6, 6), (3.0, 2)),
+                                             ("lp_pool3d", (1, 2, 4, 4, 4), (2.0, 2))])
+def test_lp_pool_functions(name, shape, args):
+    x = np.abs(_x(shape)) + 0.1
+    both(lambda lib: getattr(lib.nn.functional, name)(lib.from_numpy(x.copy()), *args))
+
+
+@pytest.mark.parametrize("nd", [2, 3])
+def test_fractional_max_pools_with_given_samples(nd):
+    """With `_random_samples` given, the fractional poolings are deterministic: values and
+    indices equal torch's, functions and the 3-d module alike."""
+    x = _x((1, 2) + (7,) * nd)
+    s = np.random.default_rng(2).uniform(0, 1, (1, 2, nd)).astype(np.float32)
+    f = f"fractional_max_pool{nd}d"
+    both(lambda lib: getattr(lib.nn.functional, f)(
+        lib.from_numpy(x.copy()), 2, output_size=3, _random_samples=lib.from_numpy(s.copy())))
+    t, e = both(lambda lib: getattr(lib.nn.functional, f + "_with_indices")(
+        lib.from_numpy(x.copy()), 2, output_size=3, _random_samples=lib.from_numpy(s.copy())))
+    if nd == 3:
+        both(lambda lib: lib.nn.FractionalMaxPool3d(2, output_size=3, _random_samples=(
+            lib.from_numpy(s.copy())))(lib.from_numpy(x.copy())))
+
+
+def test_dropout3d():
+    x = _x((2, 3, 2, 2, 2)) + 5.0
+    both(lambda lib: lib.nn.functional.dropout3d(lib.from_numpy(x.copy()), 0.5,
+                                                 training=False))
+    for lib in (torch, ember):        # training: whole channels zeroed, the rest scaled by 2
+        lib.manual_seed(0)
+        y = lib.nn.functional.dropout3d(lib.from_numpy(x.copy()), 0.5).numpy()
+        per_channel = y.reshape(2, 3, -1)
+        kept = np.abs(per_channel).sum(-1) > 0       # (x > 0: a kept channel has no zero)
+        assert (per_channel[~kept] == 0).all() and (per_channel[kept] != 0).all()
+        np.testing.assert_allclose(per_channel[kept], 2 * x.reshape(2, 3, -1)[kept], rtol=1e-6)
+
+
+def test_toplevel_leftovers():
+    x = np.abs(_x((4,))) + 1.5
+    both(lambda lib: (lambda t: (lib.arccosh_(t), t)[1])(lib.from_numpy(x.copy())))
+    for lib in (torch, ember):
+        assert lib.BFloat16Tensor(2).dtype == lib.bfloat16
+        assert isinstance(lib.ones(1, dtype=lib.bfloat16), lib.Tensor)
+        lib.set_autocast_cpu_enabled(True)
+        assert lib.is_autocast_cpu_enabled() is True
+        lib.set_autocast_cpu_enabled(False)
+        assert lib.is_autocast_cpu_enabled() is False
+        # (set_num_interop_threads is left out: torch refuses it once any parallel work
+        # ran in the process, which the rest of the suite has done)

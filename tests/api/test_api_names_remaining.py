@@ -332,3 +332,15 @@ def test_toplevel_leftovers():
         assert lib.is_autocast_cpu_enabled() is False
         # (set_num_interop_threads is left out: torch refuses it once any parallel work
         # ran in the process, which the rest of the suite has done)
+
+
+def test_set_num_interop_threads_in_a_fresh_process():
+    """torch takes set_num_interop_threads only before any parallel work, so each library
+    is asked in a process of its own."""
+    import subprocess
+    import sys
+    code = ("import {m}; {m}.set_num_interop_threads(3); print({m}.get_num_interop_threads())"
+            "; {m}.ones(1000, 1000).sum()")
+    out = [subprocess.run([sys.executable, "-c", code.format(m=m)], capture_output=True,
+                          text=True, timeout=120).stdout.split() for m in ("torch", "ember")]
+    assert out[0] == out[1] == ["3"]

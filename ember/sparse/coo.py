@@ -278,30 +278,30 @@ def mm(mat1, mat2):
     if _is_sparse(mat2):
         raise NotImplementedError("ember.sparse: sparse @ sparse is not supported")
     _dense_check(mat2)
-    for t in (mat1, mat2):
-        if t.dim() != 2:
-            raise _dim_error(1, t.dim())
-    if mat1.shape[1] != mat2.shape[0]:
-        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat1.shape[1]}, "
-                           f"got {mat2.shape[0]}")
-    _check_dtype(mat1, mat2)
+    _check_product(mat1, mat2, mat1.shape[1], mat2.shape[0])
     rows, cols = _long(mat1._i[0]), _long(mat1._i[1])
     contrib = mat1._v.unsqueeze(1) * mat2.index_select(0, cols)
     out = _creation.zeros((mat1.shape[0], mat2.shape[1]), dtype=contrib.dtype)
     return out.index_add(0, rows, contrib)
 
 
-def _dense_sparse(mat1, mat2):
-    """dense (n, k) @ sparse (k, p) -> dense (n, p)."""
-    _dense_check(mat1)
-    mat2 = mat2.to_sparse()
+def _check_product(mat1, mat2, expected, got):
+    """torch's checks of a 2-d product with one sparse operand (its message names the
+    sparse side's inner size as `expected`)."""
     for t in (mat1, mat2):
         if t.dim() != 2:
             raise _dim_error(1, t.dim())
     if mat1.shape[1] != mat2.shape[0]:
-        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {mat2.shape[0]}, "
-                           f"got {mat1.shape[1]}")
+        raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {expected}, "
+                           f"got {got}")
     _check_dtype(mat1, mat2)
+
+
+def _dense_sparse(mat1, mat2):
+    """dense (n, k) @ sparse (k, p) -> dense (n, p)."""
+    _dense_check(mat1)
+    mat2 = mat2.to_sparse()
+    _check_product(mat1, mat2, mat2.shape[0], mat1.shape[1])
     rows, cols = _long(mat2._i[0]), _long(mat2._i[1])
     contrib = mat1.index_select(1, rows) * mat2._v.unsqueeze(0)
     out = _creation.zeros((mat1.shape[0], mat2.shape[1]), dtype=contrib.dtype)

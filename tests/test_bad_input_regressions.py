@@ -19,6 +19,17 @@ def _setitem(lib, target_shape, index, value_shape):
 
 
 CASES = {
+    # binary_cross_entropy's target must have the input's dtype (torch does not promote)
+    "binary_cross_entropy int64 target": lambda lib: lib.nn.functional.binary_cross_entropy(
+        lib.full((3,), 0.5), lib.tensor([0, 1, 1])),
+    "binary_cross_entropy float64 target": lambda lib: lib.nn.functional.binary_cross_entropy(
+        lib.full((3,), 0.5), lib.full((3,), 0.25, dtype=lib.float64)),
+    # a float or bool dim of a 2-d transpose is refused (0.0 == 0 matched the fast path)
+    "swapaxes(0.0, 1) 2-d": lambda lib: lib.ones(2, 3).swapaxes(0.0, 1),
+    "transpose(0, 1.0) 2-d": lambda lib: lib.ones(2, 3).transpose(0, 1.0),
+    "transpose(True, 0) 2-d": lambda lib: lib.ones(2, 3).transpose(True, 0),
+    "swapaxes(x, 0, 1.0) 2-d": lambda lib: lib.swapaxes(lib.ones(2, 3), 0, 1.0),
+    "transpose(0, 1) 2-d": lambda lib: lib.ones(2, 3).transpose(0, 1),
     # complex bounds give a complex linspace (it was silently real zeros)
     "linspace(0, 1j, 3)": lambda lib: lib.linspace(0, 1j, 3),
     "linspace(1+1j, 3-2j, 5)": lambda lib: lib.linspace(1 + 1j, 3 - 2j, 5),

@@ -61,6 +61,9 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         raise ValueError(f"Using a target size ({Size(target.shape)}) that is different "
                          f"to the input size ({Size(input.shape)}) is deprecated. Please "
                          "ensure they have the same size.")
+    if target.dtype != input.dtype:    # torch's kernel takes one dtype, it does not promote
+        raise RuntimeError(f"Found dtype {_torch_name(target.dtype)} but expected "
+                           f"{_torch_name(input.dtype)}")
     (input, target, weight), dt = _up(input, target, weight)
     loss = -(target * input.log().clamp_min(-100) + (1 - target) * (1 - input).log().clamp_min(
         -100))

@@ -192,7 +192,9 @@ _SWAPS_2D = {(0, 1), (1, 0), (-2, -1), (-1, -2), (0, -1), (-1, 0), (-2, 1), (1, 
 
 def transpose(self, dim0, dim1):
     nd = self._data.ndim
-    if nd == 2 and (dim0, dim1) in _SWAPS_2D:     # the matrix transpose (mT, backward of mm)
+    # the matrix transpose (mT, backward of mm); exact int types, since 0.0 == 0 and
+    # True == 1 would otherwise match the set and skip wrap_dim's type check
+    if nd == 2 and type(dim0) is int and type(dim1) is int and (dim0, dim1) in _SWAPS_2D:
         return apply_view(_TRANSPOSE, self, _SWAP_2D)
     d0, d1 = S.wrap_dim(dim0, nd), S.wrap_dim(dim1, nd)
     if nd < 2 or d0 == d1:

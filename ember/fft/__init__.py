@@ -13,6 +13,7 @@ scaling forward, 1/n inverse; the default), "ortho" (1/sqrt(n) both ways) or "fo
 """
 from ..core.tensor import Tensor  # noqa: F401  (torch.fft exports it too)
 from ..ops import spectral as _s
+from ..dispatch_args import int_arg as _int_arg
 from ..ops.registry import OpDef, COMPOSITE, register as _register
 from ..ops.doc_args import common_args, factory_common_args  # noqa: F401  (doc fragments)
 
@@ -23,13 +24,13 @@ fftshift, ifftshift = _s.fftshift, _s.ifftshift
 # ---- complex-to-complex ----
 def fft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-D discrete Fourier transform along `dim` (length `n`: padded or trimmed)."""
-    dims, sizes = _s.dims_1d(input, n, dim)
+    dims, sizes = _s.dims_1d(input, n, dim, "fft")
     return _out(_s.c2c(input, dims, sizes, norm, True, "fft"), out)
 
 
 def ifft(input, n=None, dim=-1, norm=None, *, out=None):
     """The 1-D inverse discrete Fourier transform along `dim`."""
-    dims, sizes = _s.dims_1d(input, n, dim)
+    dims, sizes = _s.dims_1d(input, n, dim, "ifft")
     return _out(_s.c2c(input, dims, sizes, norm, False, "ifft"), out)
 
 
@@ -62,13 +63,14 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None):
     >>> ember.fft.rfft(ember.ones(4))
     tensor([4.+0.j, 0.+0.j, 0.+0.j])
     """
-    dims, sizes = _s.dims_1d(input, n, dim)
+    dims, sizes = _s.dims_1d(input, n, dim, "rfft")
     return _out(_s.r2c(input, dims, sizes, norm, "rfft"), out)
 
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of rfft: a real signal of length `n` (default 2 * (m - 1))."""
     dims, _ = _s.dims_1d(input, None, dim)
+    n = None if n is None else _int_arg(n, "fft_irfft", "n", 2)
     return _out(_s.c2r(input, dims, (n,), norm, "irfft"), out)
 
 
@@ -107,13 +109,14 @@ def _irfftn_dims(input, s, dim):
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The FFT of a Hermitian-symmetric signal given by its first half: real, length `n`."""
     dims, _ = _s.dims_1d(input, None, dim)
+    n = None if n is None else _int_arg(n, "fft_hfft", "n", 2)
     x = _s.as_float(input, "hfft").conj()
     return _out(_s.c2r(x, dims, (n,), _swap(norm), "hfft"), out)
 
 
 def ihfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of hfft: the first n // 2 + 1 bins of the inverse FFT of a real signal."""
-    dims, sizes = _s.dims_1d(input, n, dim)
+    dims, sizes = _s.dims_1d(input, n, dim, "ihfft")
     return _out(_s.r2c(input, dims, sizes, _swap(norm), "ihfft").conj(), out)
 
 

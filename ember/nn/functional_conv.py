@@ -13,6 +13,7 @@ from ..autograd.grad_mode import state as _state
 from ..core.dtype import float32 as _float32, float64 as _float64
 from ..core.tensor import Tensor
 from ..dispatch import wrap, with_mode_seam
+from ..dispatch_args import int_arg
 from ..ops.matmul import record_fn
 from ..ops.nn_ops import composition as _composition  # (registers a function as its op)
 from ..ops.registry import FP32 as _FP32, LOWER_PRECISION as _LOWP
@@ -90,13 +91,23 @@ def _add_bias(out, bias, nd):
     return out if bias is None else out + bias.reshape((-1,) + (1,) * nd)
 
 
-def _conv_tensors(name, input, weight, bias):
-    """torch's parser on a conv's tensor arguments: a non-tensor input or weight (or a bias
-    that is neither a tensor nor None) matches no overload: TypeError."""
-    if not (isinstance(input, Tensor) and isinstance(weight, Tensor)
-            and (bias is None or isinstance(bias, Tensor))):
-        got = ", ".join(type(a).__name__
-                        for a in (input, weight, bias))
+def _conv_args(name, input, weight, bias, stride, padding, dilation, groups):
+    """torch's parser on a conv's arguments: a non-tensor input or weight (or a bias that is
+    neither a tensor nor None), a float, bool or None where an int (tuple) goes: no overload
+    matches, TypeError."""
+    ok = (isinstance(input, Tensor) and isinstance(weight, Tensor)
+          and (bias is None or isinstance(bias, Tensor)))
+    if ok:
+        try:
+            for k, v in enumerate((stride, padding, dilation)):
+                if not (k == 1 and isinstance(v, str)):     # (the types only: sizes later)
+                    _tup(v, len(v) if isinstance(v, (list, tuple)) else 1)
+            int_arg(groups, name, "groups", 7)
+        except TypeError:
+            ok = False
+    if not ok:
+        got = ", ".join(type(a).__name__ for a in (input, weight, bias, stride, padding,
+                                                    dilation, groups))
         raise TypeError(f"{name}() received an invalid combination of arguments - got ({got}), "
                         f"but expected one of: * (Tensor input, Tensor weight, Tensor bias = "
                         f"None, tuple of ints stride = 1, tuple of ints padding = 0, tuple of "
@@ -106,7 +117,7 @@ def _conv_tensors(name, input, weight, bias):
 
 
 def _convnd(nd, name, input, weight, bias, stride, padding, dilation, groups):
-    _conv_tensors(name, input, weight, bias)
+    _conv_args(name, input, weight, bias, stride, padding, dilation, groups)
     _check_conv(nd, name, input, weight, bias, groups)
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
@@ -171,14 +182,16 @@ conv3d = _composition("conv3d", conv3d, amp=_LOWP,
 
 def _conv_transposend(nd, name, input, weight, bias, stride, padding, output_padding, groups,
                       dilation):
+    groups = int_arg(groups, name, "groups", 7)
     _check_conv(nd, name, input, weight, bias, groups, transposed=True)
     batched = input.dim() == nd + 2
     x = input if batched else input.unsqueeze(0)
-    stride, dilation = _tup(stride, nd, "stride"), _tup(dilation, nd, "dilation")
+    stride, dilation = _tup(stride, nd, "stride", name, 4), _tup(dilation, nd, "dilation",
+                                                                 name, 8)
     if isinstance(padding, str):
         raise TypeError(f"{name}(): argument 'padding' must be tuple of ints, not str")
-    padding, output_padding = _tup(padding, nd, "padding"), _tup(output_padding, nd,
-                                                                 "output_padding")
+    padding, output_padding = _tup(padding, nd, "padding", name, 5), _tup(
+        output_padding, nd, "output_padding", name, 6)
     if any(p < 0 for p in padding):
         raise RuntimeError("negative padding is not supported")
     if any(p < 0 for p in output_padding):

@@ -21,6 +21,7 @@ with the same values.
 """
 import itertools
 import math
+import operator
 
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
@@ -34,16 +35,39 @@ from . import conv_kernels as _native
 
 
 # ---- argument helpers -------------------------------------------------------------------
-def _tup(v, n, name="argument"):
+def _tup(v, n, name="argument", fname=None, pos=None):
+    """An int or a list of ints as an n-tuple, as torch's parser takes `tuple of ints`: a
+    bare bool, float or None is its TypeError, so is a float element of a list (a bool
+    element counts as an int there, as in torch). `fname` and `pos` name the argument."""
     if isinstance(v, (list, tuple)):
-        if len(v) == 1:
-            return tuple(int(v[0]) for _ in range(n))
-        if len(v) != n:
+        vals = tuple(_int_of(x, name, fname, pos, k) for k, x in enumerate(v))
+        if len(vals) == 1:
+            return vals * n
+        if len(vals) != n:
             raise RuntimeError(f"expected {name} to be a single integer value or a list of "
                                f"{n} values to match the convolution dimensions, but got "
                                f"{name}={list(v)}")
-        return tuple(int(x) for x in v)
-    return (int(v),) * n
+        return vals
+    if isinstance(v, bool):
+        raise TypeError(f"{_where(name, fname, pos)} must be tuple of ints, not bool")
+    return (_int_of(v, name, fname, pos),) * n
+
+
+def _where(name, fname, pos):
+    at = f" (position {pos})" if pos is not None else ""
+    return (f"{fname}(): " if fname else "") + f"argument '{name}'{at}"
+
+
+def _int_of(x, name, fname, pos, k=None):
+    try:
+        return operator.index(x)     # (an int, a NumPy integer, an integer 1-element tensor)
+    except TypeError:
+        pass
+    where = _where(name, fname, pos)
+    if k is None:
+        raise TypeError(f"{where} must be tuple of ints, not {type(x).__name__}") from None
+    raise TypeError(f"{where} must be tuple of ints, but found element of type "
+                    f"{type(x).__name__} at pos {k}") from None
 
 
 def _arr(t):

@@ -117,10 +117,10 @@ def _pool_args(nd, name, input, kernel_size, stride, padding, dilation):
     if input.dim() not in (nd + 1, nd + 2):
         raise RuntimeError(f"{name}: Expected {nd + 1}D or {nd + 2}D (batch mode) tensor for "
                            f"input, but got: {list(input.shape)}")
-    ks = _tup(kernel_size, nd, "kernel_size")
+    ks = _tup(kernel_size, nd, "kernel_size", name, 2)
     st = ks if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0) \
-        else _tup(stride, nd, "stride")
-    pad, dil = _tup(padding, nd, "padding"), _tup(dilation, nd, "dilation")
+        else _tup(stride, nd, "stride", name, 3)
+    pad, dil = _tup(padding, nd, "padding", name, 4), _tup(dilation, nd, "dilation", name, 5)
     if any(k <= 0 for k in ks):
         raise RuntimeError(f"{name}: kernel_size must be greater than zero")
     if any(s == 0 for s in st):
@@ -302,6 +302,9 @@ def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 # ---- average pooling: a depthwise convolution with a ones kernel, over a divisor ----------
 def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                 divisor_override):
+    dt = getattr(input, "dtype", None)
+    if dt is not None and not (dt.is_floating_point or dt is int64):
+        raise _not_implemented("avg_pool3d_out_frame" if nd == 3 else "avg_pool2d", dt)
     ks, st, pad, dil = _pool_args(nd, name, input, kernel_size, stride, padding, 1)
     batched, x, size, out = _pool_window(nd, input, ks, st, pad, dil, ceil_mode)
     if nd == 3 and any(s < k for s, k in zip(size, ks)):    # (torch's 3-d check, padding aside)
@@ -315,8 +318,10 @@ def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_
     flat = x.reshape((n * c, 1) + size)
     ones = _ones((1, 1) + ks, dtype=x.dtype, device=x.device)
     s = _conv(flat, ones, st, pads, dil, 1).reshape((n, c) + out)
+    # (an int64 mean is the window sum divided in integers, truncated as C does: torch's)
+    mode = "trunc" if x.dtype is int64 else None
     if divisor_override is not None:
-        r = s / divisor_override
+        r = s.div(divisor_override, rounding_mode=mode)
     else:
         div = np.ones((), np.float64)
         for i in range(nd):
@@ -327,7 +332,7 @@ def _avg_poolnd(nd, name, input, kernel_size, stride, padding, ceil_mode, count_
             div = np.multiply.outer(div, end - start)
         div = div.astype(x.dtype.np) if type(s._data) is not _MetaArray else \
             _empty_meta(div.shape, x.dtype)._data        # (the divisors: metadata on meta)
-        r = s / wrap(div, x.dtype)
+        r = s.div(wrap(div, x.dtype), rounding_mode=mode)
     return r if batched else r.squeeze(0)
 
 
@@ -369,8 +374,17 @@ def _adaptive_sizes(nd, name, input, output_size):
     if input.dim() not in (nd + 1, nd + 2) or any(s == 0 for s in input.shape[-nd:]):
         raise RuntimeError(f"{name}(): Expected {nd + 1}D or {nd + 2}D tensor, but got "
                            f"{list(input.shape)}")
+    where = f"{name}(): argument 'output_size' (position 2) must be tuple of ints"
     if not isinstance(output_size, (list, tuple)):
+        if output_size is None or isinstance(output_size, bool) or not hasattr(
+                output_size, "__index__") or (nd > 1 and hasattr(output_size, "dtype")):
+            # (torch's parser refuses; beyond 1-D its Python code takes len() of a tensor)
+            raise TypeError(f"{where}, not {type(output_size).__name__}")
         output_size = (output_size,) * nd
+    for k, o in enumerate(output_size):    # (None keeps that size, beyond 1-D)
+        if (o is None and nd == 1) or (o is not None and (
+                isinstance(o, bool) or not hasattr(o, "__index__"))):
+            raise TypeError(f"{where}, but found element of type {type(o).__name__} at pos {k}")
     if len(output_size) != nd:
         raise RuntimeError(f"{name}: output_size must be {nd}")
     return tuple(input.shape[-nd + i] if o is None else int(o) for i, o in enumerate(output_size))

@@ -464,6 +464,8 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
         raise TypeError("range(): argument 'end' (position 2) must be Number, not NoneType")
     if step == 0:
         raise RuntimeError("step must be nonzero")
+    if (step > 0 and start > end) or (step < 0 and start < end):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     dt = D.to_dtype(dtype) if dtype is not None else D.get_default_dtype()
     n = int(math.floor((end - start) / step)) + 1
     arr = (start + np.arange(n, dtype=np.float64) * step).astype(dt.np)
@@ -516,14 +518,37 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
 
-def eye(n, m=None, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
-    """The identity matrix (n x m)."""
+class _Square:
+    """eye's default `m` (square): torch has an overload without m, none taking m=None."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "n"
+
+
+_SQUARE = _Square()
+
+
+def eye(n, m=_SQUARE, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
+    """The identity matrix (n x m; m defaults to n).
+
+    >>> ember.eye(2).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
+    """
+    n = int_arg(n, "eye", "n", 1)
+    if m is _SQUARE:
+        m = n
+    elif m is None or isinstance(m, bool) or not hasattr(m, "__index__"):
+        raise TypeError(f"eye() received an invalid combination of arguments - got (int, "
+                        f"{type(m).__name__}), but expected one of: * (int n, *, Tensor out = "
+                        f"None, torch.dtype dtype = None, ...) * (int n, int m, *, Tensor out = "
+                        f"None, torch.dtype dtype = None, ...)")
     if n < 0:
         raise RuntimeError(f"n must be greater or equal to 0, got {n}")
-    if m is not None and m < 0:
+    if m < 0:
         raise RuntimeError(f"m must be greater or equal to 0, got {m}")
     dt = _dtype_or_default(dtype)
-    return _finish(np.eye(n, n if m is None else m, dtype=dt.np), dt, requires_grad, device)
+    return _finish(np.eye(n, int(m), dtype=dt.np), dt, requires_grad, device)
 
 
 # ---- new_* methods take dtype/device from self ----

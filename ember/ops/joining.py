@@ -406,6 +406,12 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         elif reps.size == 1:
             reps = np.full(n, int(reps.reshape(-1)[0]))
     else:
+        if isinstance(repeats, bool) or not hasattr(repeats, "__index__"):
+            raise TypeError(f"repeat_interleave() received an invalid combination of arguments "
+                            f"- got (Tensor, {type(repeats).__name__}), but expected one of: * "
+                            f"(Tensor input, Tensor repeats, int dim = None, *, int output_size "
+                            f"= None) * (Tensor input, int repeats, int dim = None, *, int "
+                            f"output_size = None)")
         if repeats < 0:
             raise RuntimeError("Repeats must be non-negative")
         reps = np.full(n, int(repeats))

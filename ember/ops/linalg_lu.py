@@ -237,10 +237,23 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False, out=None):
     if LU.shape[-2] != n:
         raise RuntimeError(f"linalg.lu_solve: A must be batches of square matrices, but they "
                            f"are {LU.shape[-2]} by {n} matrices")
+    if LU.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
+                           f"found LU of type {D.TORCH_NAMES[LU.dtype.name]} and B of type "
+                           f"{D.TORCH_NAMES[B.dtype.name]} instead")
+    if pivots.dtype is not D.int32:
+        raise RuntimeError("linalg.lu_solve: pivots should be a Tensor of scalar type "
+                           "torch.int32")
     if (B.shape[-2] if left else B.shape[-1]) != n:
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                            f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
                            f"{B.shape[-2]}x{B.shape[-1]})")
+    if pivots.dim() == 0 or pivots.shape[-1] != n:
+        raise RuntimeError("linalg.lu_solve: Number of pivots per batch should be same as the "
+                           "dimension of the matrix")
+    if tuple(pivots.shape) != tuple(LU.shape[:-1]):
+        raise RuntimeError(f"linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be the "
+                           f"same, but got pivots with shape {list(pivots.shape)} instead")
     if not left:       # X A = B  <=>  A^T X^T = B^T
         return _out(lu_solve(LU, pivots, B.mT, adjoint=not adjoint).mT, out)
     if not adjoint:    # X = U^-1 L^-1 P^T B

@@ -218,10 +218,25 @@ def householder_product(A, tau, *, out=None):
     if k > n:
         raise RuntimeError(f"{name}: input.shape[-1] must be greater than or equal to "
                            "tau.shape[-1]")
+    _check_batch(name, A, (("tau", tau, 1),))
     if tau.dtype is not A.dtype:
         raise RuntimeError(f"{name}: tau dtype {torch_name(tau.dtype)} does not match input "
                            f"dtype {torch_name(A.dtype)}")
     return _out(_householder_q(A, tau, m)[..., :, :n], out)
+
+
+def _check_batch(name, A, others):
+    """torch's checks of (name, tensor, dims fewer than A) against A's batch dims: the number
+    of dims first, then the batch shape."""
+    for n, t, less in others:
+        if t.dim() != A.dim() - less:
+            what = "one dimension less than" if less else "the same number of dimensions as"
+            raise RuntimeError(f"{name}: Expected {n} to have {what} input, but got {n}.ndim "
+                               f"equal to {t.dim()} and input.ndim is equal to {A.dim()}")
+    for n, t, less in others[::-1]:
+        if tuple(t.shape[:A.dim() - 2]) != tuple(A.shape[:-2]):
+            raise RuntimeError(f"{name}: Expected batch dimensions of {n} to be equal to "
+                               f"input.shape[:-2], but got {list(t.shape[:A.dim() - 2])}")
 
 
 def _householder_q(A, tau, cols):
@@ -252,6 +267,7 @@ def ormqr(input, tau, other, left=True, transpose=False, *, out=None):
     if input.shape[-2] != m:
         raise RuntimeError(f"torch.ormqr: input.shape[-2] must be equal to other.shape"
                            f"[{-2 if left else -1}]")
+    _check_batch("torch.ormqr", input, (("other", other, 0), ("tau", tau, 1)))
     for t, n in ((tau, "tau"), (other, "other")):
         if t.dtype is not input.dtype:
             raise RuntimeError(f"torch.ormqr: Expected input and {n} to have the same dtype, "

@@ -187,6 +187,11 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
                         f"({type(elements).__name__}, {type(test_elements).__name__}), but "
                         f"expected one of: (Tensor, Tensor), (Number, Tensor), (Tensor, Number)")
     for x in (elements, test_elements):
+        if not isinstance(x, (Tensor, int, float, np.number)):    # (a list, str or None)
+            raise TypeError(f"isin() received an invalid combination of arguments - got "
+                            f"({type(elements).__name__}, {type(test_elements).__name__}), "
+                            f"but expected one of: (Tensor, Tensor), (Number, Tensor), "
+                            f"(Tensor, Number)")
         if isinstance(x, Tensor) and (x.dtype is D.bool_ or x.dtype.is_complex):
             raise RuntimeError(f"Unsupported input type encountered for isin(): "
                                f"{torch_name(x.dtype)}")
@@ -458,6 +463,10 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False, out=No
     if isinstance(bins, Tensor):
         edges = bins._data
     else:
+        bins = int_arg(bins, "histogram", "bins", 2)
+        if bins <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {bins} for "
+                               f"dimension 0")
         lo, hi = _outer_edges(a, range)
         if lo > hi:
             raise RuntimeError("torch.histogram(): min should not exceed max, but got min "

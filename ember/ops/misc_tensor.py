@@ -71,6 +71,8 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """A copy of `input` whose ``as_strided(size, stride, storage_offset)`` view (strides
     of the contiguous input) is `src`: an index_put at the view's flat positions."""
     size, stride = tuple(size), tuple(stride)
+    if storage_offset is not None:
+        storage_offset = int_arg(storage_offset, "as_strided_scatter", "storage_offset", 5)
     if tuple(src.shape) != size:
         raise RuntimeError("expected src to have a size equal to the slice of self. src size = "
                            f"{list(src.shape)}, slice size = {list(size)}")

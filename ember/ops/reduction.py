@@ -24,7 +24,7 @@ from . import batch_rules as _br
 from . import lowering_pointwise as _lw
 from .reduce_common import (dims as _dims, axis as _axis, expand_grad as _expand_grad, restore,
                             reduced_count, kernel_dtype, multi_output, grad_at, write_out,
-                            reduce_result as _reduce, sum_dtype as _sum_dtype)
+                            reduce_result as _reduce, sum_dtype as _sum_dtype, ALL_DIMS)
 
 INF = math.inf
 
@@ -162,9 +162,12 @@ _PROD_DIM = Derivative("prod_dim", of="prod", attrs=_PROD.attrs, grads=_PROD.gra
                        node_name="ProdBackward1")
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None, out=None):
-    """Product of all elements, or along one `dim` (an int, as in PyTorch)."""
-    if dim is not None and not isinstance(dim, int):
+def prod(input, dim=ALL_DIMS, keepdim=False, *, dtype=None, out=None):
+    """Product of all elements, or along one `dim` (an int, as in PyTorch; no overload takes
+    ``dim=None``)."""
+    if dim is ALL_DIMS:
+        dim = None
+    elif dim is None or not isinstance(dim, int) or isinstance(dim, bool):
         raise TypeError(f"prod() received an invalid combination of arguments - got (Tensor, "
                         f"{type(dim).__name__}), but expected one of: (Tensor input, *, dtype) "
                         "or (Tensor input, int dim, bool keepdim, *, dtype)")
@@ -233,10 +236,16 @@ def sum_to_size(self, *size):
 
 
 # ---- variance and standard deviation ----
-def _correction(name, dim, unbiased, correction):
+def _correction(name, dim, unbiased, correction, keepdim=False):
     """(dim, correction) from PyTorch's overloads: var(x, dim, unbiased, keepdim),
-    var(x, unbiased) and var(x, dim, *, correction)."""
+    var(x, unbiased) and var(x, dim, *, correction). The `unbiased` overload takes nothing
+    else: var(x, True, True) matches none (torch's TypeError)."""
     if isinstance(dim, bool):
+        if unbiased is not None or keepdim or correction is not None:
+            raise TypeError(f"{name}() received an invalid combination of arguments - got "
+                            f"(Tensor, bool, ...), but expected one of: * (Tensor input, tuple "
+                            f"of ints dim, bool unbiased = True, bool keepdim = False) * "
+                            f"(Tensor input, bool unbiased = True)")
         dim, unbiased = None, dim
     if unbiased is not None and correction is not None:
         raise TypeError(f"{name}() received an invalid combination of arguments: pass either "
@@ -333,7 +342,7 @@ def _var_std(name, input, dim, unbiased, keepdim, correction, with_mean):
     if not input.dtype.is_floating_point:
         what = "std and var" if name in ("var", "std") else name
         raise RuntimeError(f"{what} only support floating point and complex dtypes")
-    dim, correction = _correction(name, dim, unbiased, correction)
+    dim, correction = _correction(name, dim, unbiased, correction, keepdim)
     dims = _dims(dim, input._data.ndim)
     v, m = _var_kernel(name, input._data, dims, correction, keepdim)
     if name.startswith("std"):
@@ -453,7 +462,7 @@ def _var_std_meta(name):
     def meta(input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None):
         if not input.dtype.is_floating_point:
             raise RuntimeError("std and var only support floating point and complex dtypes")
-        dim, correction = _correction(name, dim, unbiased, correction)
+        dim, correction = _correction(name, dim, unbiased, correction, keepdim)
         res, dims = M.reduce_to(input, dim, keepdim, input.dtype)
         if state.enabled and input._requires_grad:
             graph.record(_VAR if name == "var" else _STD, (input,), res,

@@ -133,8 +133,9 @@ _FUNCTIONS["polygamma"] = polygamma
 
 
 def _mvlgamma_kernel(xp, a, p=None):
-    sp = scipy_special("mvlgamma")
-    r = sum(sp.gammaln(a - j / 2) for j in range(p)) + p * (p - 1) / 4 * math.log(math.pi)
+    # (lgamma's kernel, not SciPy's gammaln: its convention at -inf is not torch's)
+    r = sum(_lgamma_kernel(xp, a - j / 2) for j in range(p)) + p * (p - 1) / 4 * math.log(
+        math.pi)
     return np.asarray(r).astype(a.dtype, copy=False)
 
 

@@ -206,8 +206,11 @@ def as_complex(x):
     return x if x.dtype.is_complex else x.to(x.dtype.to_complex())
 
 
-def dims_1d(x, n, dim):
-    """(dims, sizes) of a 1-D transform: dim wrapped, n defaulting to the input's size."""
+def dims_1d(x, n, dim, fname="fft"):
+    """(dims, sizes) of a 1-D transform: dim wrapped, n defaulting to the input's size (an
+    `n` given must be an int: torch's TypeError names `fname`'s argument otherwise)."""
+    if n is not None:
+        n = int_arg(n, f"fft_{fname}", "n", 2)
     if x.dim() == 0:
         raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
     d = wrap_dim(dim, x.dim())

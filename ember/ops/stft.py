@@ -159,8 +159,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
         raise RuntimeError("stft requires the return_complex parameter be given for real "
                            "inputs, and will further require that return_complex=True in a "
                            "future PyTorch release.")
-    hop = n_fft // 4 if hop_length is None else hop_length
-    win = n_fft if win_length is None else win_length
+    hop = n_fft // 4 if hop_length is None else int_arg(hop_length, "stft", "hop_length", 3)
+    win = n_fft if win_length is None else int_arg(win_length, "stft", "win_length", 4)
     if integral:
         raise RuntimeError(_describe("stft", input, n_fft, hop, win, window, "") +
                            " : expected a tensor of floating point or complex values")
@@ -213,8 +213,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     if not input.dtype.is_complex:
         raise RuntimeError("istft requires a complex-valued input tensor matching the output "
                            "from stft with return_complex=True.")
-    hop = n_fft // 4 if hop_length is None else hop_length
-    win = n_fft if win_length is None else win_length
+    hop = n_fft // 4 if hop_length is None else int_arg(hop_length, "istft", "hop_length", 3)
+    win = n_fft if win_length is None else int_arg(win_length, "istft", "win_length", 4)
     what = _describe("istft", input, n_fft, hop, win, window,
                      f", center={int(center)}, normalized={int(normalized)}, "
                      f"onesided={onesided}, length={length}, return_complex={int(return_complex)}")

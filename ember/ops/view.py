@@ -352,10 +352,28 @@ def unbind(self, dim=0):
     return tuple(select(self, d, i) for i in range(self._data.shape[d]))
 
 
+def _split_sizes(v):
+    """split's sections as torch's parser takes `tuple of ints` (split_with_sizes')."""
+    where = "split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints"
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"{where}, not {type(v).__name__}")
+    for k, s in enumerate(v):
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"{where}, but found element of type {type(s).__name__} at pos {k}")
+    return [int(s) for s in v]
+
+
 def split(self, split_size_or_sections, dim=0):
     nd = self._data.ndim
     d = S.wrap_dim(dim, nd)
     size = self._data.shape[d]
+    if isinstance(split_size_or_sections, bool):     # (torch's parser: no overload)
+        raise TypeError(f"split() received an invalid combination of arguments - got (Tensor, "
+                        f"bool, int), but expected one of: * (Tensor input, int split_size, int "
+                        f"dim = 0) * (Tensor input, tuple of ints split_size, int dim = 0)")
+    if isinstance(split_size_or_sections, Tensor) and split_size_or_sections.dim() == 0 and \
+            not split_size_or_sections.dtype.is_floating_point:
+        split_size_or_sections = int(split_size_or_sections.item())    # (torch: an int)
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
         if step <= 0 and size > 0:
@@ -363,7 +381,7 @@ def split(self, split_size_or_sections, dim=0):
                                f"dimension size of {size}")
         sizes = [min(step, size - i) for i in range(0, size, step)] if size else [0]
     else:
-        sizes = list(split_size_or_sections)
+        sizes = _split_sizes(split_size_or_sections)
         if any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
                                f"entries, but got split_sizes={sizes}")
@@ -380,7 +398,6 @@ def split(self, split_size_or_sections, dim=0):
 
 def chunk(self, chunks, dim=0):
     if type(chunks) is not int or chunks > 2 ** 63 - 1:   # (not 2**63 empty chunks; no bool)
-        from ..dispatch_args import int_arg
         chunks = int_arg(chunks, "chunk", "chunks", 2)
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
@@ -394,7 +411,6 @@ def chunk(self, chunks, dim=0):
 
 def diagonal(self, offset=0, dim1=0, dim2=1):
     if type(offset) is not int or not -2 ** 63 <= offset < 2 ** 63:
-        from ..dispatch_args import int_arg
         offset = int_arg(offset, "diagonal", "offset", 2)
     nd = self._data.ndim
     d1, d2 = S.wrap_dim(dim1, nd), S.wrap_dim(dim2, nd)
@@ -427,7 +443,8 @@ def as_strided(self, size, stride, storage_offset=None):
         raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
                            f"got strides: {list(stride)}")
     base_off = self.storage_offset()
-    off = base_off if storage_offset is None else storage_offset
+    off = base_off if storage_offset is None else int_arg(storage_offset, "as_strided",
+                                                          "storage_offset", 4)
     storage = self._storage_obj()
     need = off + sum((s - 1) * st for s, st in zip(size, stride)) + 1 if all(size) else 0
     if need > storage.data.size:

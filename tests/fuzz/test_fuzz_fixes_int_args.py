@@ -1,0 +1,218 @@
+"""Regression tests of bad input the differential fuzzer found silently accepted (issue 19):
+an int argument given as a bool, float or None (pool and conv sizes, fft's n, stft's hop,
+as_strided's offset, split sizes, repeats, eye's m, std's overloads), shape and dtype checks
+that were missing (lu_solve, householder_product, ormqr, histogram's bins, range's step
+sign), int64 avg_pool's integer mean and mvlgamma at -inf. Each call runs on torch and on
+ember: both raise the same exception class (with a message both contain, where given), or
+both return the same values, dtype and shape."""
+import numpy as np
+import pytest
+import torch
+
+import ember
+import ember.nn.functional as EF
+import torch.nn.functional as TF
+from test_fuzz_fixes import _run    # tests/fuzz is on sys.path (conftest.py)
+
+
+def _x(L, *shape):
+    shape = shape or (2, 3)
+    return L.arange(float(np.prod(shape))).reshape(*shape)
+
+
+def _lu(L):
+    return L.linalg.lu_factor(_x(L, 3, 3).double() + 5 * L.eye(3, dtype=L.float64))
+
+
+BAD = [
+    ("as_strided offset bool", lambda L, F: L.as_strided(_x(L), (2,), (1,), True),
+     "argument 'storage_offset' (position 4) must be int, not bool"),
+    ("as_strided_scatter offset float",
+     lambda L, F: L.as_strided_scatter(_x(L), L.zeros(2), (2,), (1,), 1.0),
+     "argument 'storage_offset' (position 5) must be int, not float"),
+    ("avg_pool3d kernel_size float", lambda L, F: F.avg_pool3d(_x(L, 1, 1, 4, 4, 4), 2.0),
+     "avg_pool3d(): argument 'kernel_size' (position 2) must be tuple of ints, not float"),
+    ("avg_pool3d stride float", lambda L, F: F.avg_pool3d(_x(L, 1, 1, 4, 4, 4), 2, 1.0),
+     "argument 'stride' (position 3) must be tuple of ints, not float"),
+    ("avg_pool2d padding float", lambda L, F: F.avg_pool2d(_x(L, 1, 1, 4, 4), 2, 1, 1.0),
+     "argument 'padding' (position 4) must be tuple of ints, not float"),
+    ("max_pool2d kernel_size bool", lambda L, F: F.max_pool2d(_x(L, 1, 1, 4, 4), True),
+     "must be tuple of ints, not bool"),
+    ("max_pool2d kernel_size float element",
+     lambda L, F: F.max_pool2d(_x(L, 1, 1, 4, 4), [2.0, 2]),
+     "must be tuple of ints, but found element of type float"),
+    ("conv2d stride float",
+     lambda L, F: F.conv2d(_x(L, 1, 1, 4, 4), _x(L, 1, 1, 2, 2), None, 1.0),
+     "conv2d() received an invalid combination of arguments"),
+    ("conv2d padding float element",
+     lambda L, F: F.conv2d(_x(L, 1, 1, 4, 4), _x(L, 1, 1, 2, 2), None, 1, (1.0, 1)),
+     "conv2d() received an invalid combination of arguments"),
+    ("conv1d dilation float",
+     lambda L, F: F.conv1d(_x(L, 1, 1, 4), _x(L, 1, 1, 2), None, 1, 0, 1.0),
+     "conv1d() received an invalid combination of arguments"),
+    ("conv2d groups float",
+     lambda L, F: F.conv2d(_x(L, 1, 1, 4, 4), _x(L, 1, 1, 2, 2), None, 1, 0, 1, 1.0),
+     "conv2d() received an invalid combination of arguments"),
+    ("conv_transpose2d groups float",
+     lambda L, F: F.conv_transpose2d(_x(L, 1, 1, 4, 4), _x(L, 1, 1, 2, 2), None, 1, 0, 0, 1.0),
+     "argument 'groups' (position 7) must be int, not float"),
+    ("conv_transpose2d stride float",
+     lambda L, F: F.conv_transpose2d(_x(L, 1, 1, 4, 4), _x(L, 1, 1, 2, 2), None, 2.0),
+     "argument 'stride' (position 4) must be tuple of ints, not float"),
+    ("fft.rfft n bool", lambda L, F: L.fft.rfft(_x(L, 4), True),
+     "fft_rfft(): argument 'n' (position 2) must be int, not bool"),
+    ("fft.fft n float", lambda L, F: L.fft.fft(_x(L, 4), 4.0),
+     "fft_fft(): argument 'n' (position 2) must be int, not float"),
+    ("fft.ihfft n bool", lambda L, F: L.fft.ihfft(_x(L, 4), True),
+     "fft_ihfft(): argument 'n' (position 2) must be int, not bool"),
+    ("fft.irfft n bool", lambda L, F: L.fft.irfft(_x(L, 4), True),
+     "fft_irfft(): argument 'n' (position 2) must be int, not bool"),
+    ("prod(x, None)", lambda L, F: L.prod(_x(L), None),
+     "prod() received an invalid combination of arguments"),
+    ("x.prod(dim=None)", lambda L, F: _x(L).prod(dim=None), None),
+    ("prod(x, True)", lambda L, F: L.prod(_x(L), True), None),
+    ("repeat_interleave float repeats", lambda L, F: L.repeat_interleave(_x(L), 2.0),
+     "repeat_interleave() received an invalid combination of arguments"),
+    ("repeat_interleave bool repeats", lambda L, F: L.repeat_interleave(_x(L), True),
+     "repeat_interleave() received an invalid combination of arguments"),
+    ("std(x, True, keepdim=True)", lambda L, F: L.std(_x(L), True, keepdim=True),
+     "std() received an invalid combination of arguments"),
+    ("std(x, True, True)", lambda L, F: L.std(_x(L), True, True),
+     "std() received an invalid combination of arguments"),
+    ("var(x, True, correction=0)", lambda L, F: L.var(_x(L), True, correction=0), None),
+    ("istft hop_length bool",
+     lambda L, F: L.istft(L.stft(_x(L, 16), 4, window=L.ones(4), return_complex=True), 4,
+                          True, window=L.ones(4)),
+     "istft(): argument 'hop_length' (position 3) must be int, not bool"),
+    ("stft win_length float",
+     lambda L, F: L.stft(_x(L, 16), 4, 1, 4.0, window=L.ones(4), return_complex=True), None),
+    ("split bool", lambda L, F: L.split(_x(L), True, 0),
+     "split() received an invalid combination of arguments"),
+    ("split float", lambda L, F: _x(L).split(2.0),
+     "split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints, not float"),
+    ("split bool element", lambda L, F: _x(L, 4, 3).split([True, 3]),
+     "must be tuple of ints, but found element of type bool at pos 0"),
+    ("eye(n, None)", lambda L, F: L.eye(2, None),
+     "eye() received an invalid combination of arguments"),
+    ("eye(float)", lambda L, F: L.eye(2.0), "eye(): argument 'n' (position 1) must be int"),
+    ("eye(n, float)", lambda L, F: L.eye(2, 3.0),
+     "eye() received an invalid combination of arguments"),
+    ("adaptive_avg_pool3d None", lambda L, F: F.adaptive_avg_pool3d(_x(L, 1, 1, 2, 2, 2), None),
+     None),        # (torch: len() of None, from its Python code)
+    ("adaptive_avg_pool1d float", lambda L, F: F.adaptive_avg_pool1d(_x(L, 1, 1, 4), 2.0),
+     "adaptive_avg_pool1d(): argument 'output_size' (position 2) must be tuple of ints"),
+    ("adaptive_max_pool2d bool", lambda L, F: F.adaptive_max_pool2d(_x(L, 1, 1, 4, 4), True),
+     "adaptive_max_pool2d(): argument 'output_size' (position 2) must be tuple of ints"),
+    ("adaptive_avg_pool1d [None]", lambda L, F: F.adaptive_avg_pool1d(_x(L, 1, 1, 4), [None]),
+     "must be tuple of ints"),
+    ("histogram bins -1", lambda L, F: L.histogram(_x(L), -1),
+     "torch.histogram(): bins must be > 0, but got -1 for dimension 0"),
+    ("histogram bins 0", lambda L, F: L.histogram(_x(L), 0),
+     "torch.histogram(): bins must be > 0, but got 0 for dimension 0"),
+    ("isin str", lambda L, F: L.isin(_x(L), "ab"),
+     "isin() received an invalid combination of arguments"),
+    ("isin list", lambda L, F: L.isin(_x(L), [1.0, 2.0]),
+     "isin() received an invalid combination of arguments"),
+    ("isin None", lambda L, F: L.isin(None, _x(L)),
+     "isin() received an invalid combination of arguments"),
+    ("lu_solve B dtype", lambda L, F: L.linalg.lu_solve(*_lu(L), L.ones(3, 2, dtype=L.int64)),
+     "linalg.lu_solve: Expected LU and B to have the same dtype, but found LU of type Double "
+     "and B of type Long instead"),
+    ("lu_solve pivots dtype",
+     lambda L, F: L.linalg.lu_solve(_lu(L)[0], _lu(L)[1].long(), L.ones(3, 2, dtype=L.float64)),
+     "linalg.lu_solve: pivots should be a Tensor of scalar type torch.int32"),
+    ("lu_solve pivots batch shape",
+     lambda L, F: L.linalg.lu_solve(_lu(L)[0], _lu(L)[1].reshape(1, 3),
+                                    L.ones(3, 2, dtype=L.float64)),
+     "linalg.lu_solve: Expected LU.shape[:-1] and pivots.shape to be the same"),
+    ("lu_solve pivots count",
+     lambda L, F: L.linalg.lu_solve(_lu(L)[0], _lu(L)[1][:2], L.ones(3, 2, dtype=L.float64)),
+     "linalg.lu_solve: Number of pivots per batch should be same as the dimension"),
+    ("householder_product tau dims", lambda L, F: L.linalg.householder_product(
+        _x(L, 3, 3), L.ones(3, 3)),
+     "householder_product: Expected tau to have one dimension less than input"),
+    ("householder_product tau batch", lambda L, F: L.linalg.householder_product(
+        _x(L, 2, 3, 3), L.ones(1, 3)),
+     "householder_product: Expected batch dimensions of tau to be equal to input.shape[:-2]"),
+    ("orgqr tau dims", lambda L, F: L.orgqr(_x(L, 3, 3), L.ones(3, 3)),
+     "Expected tau to have one dimension less than input"),
+    ("ormqr other dims", lambda L, F: L.ormqr(_x(L, 3, 3), L.ones(3), L.ones(2, 3, 3)),
+     "torch.ormqr: Expected other to have the same number of dimensions as input"),
+    ("ormqr other batch", lambda L, F: L.ormqr(_x(L, 2, 3, 3), L.ones(2, 3), L.ones(1, 3, 3)),
+     "torch.ormqr: Expected batch dimensions of other to be equal to input.shape[:-2]"),
+    ("range step sign", lambda L, F: L.range(0, 5, -1),
+     "upper bound and lower bound inconsistent with step sign"),
+    ("avg_pool2d int32", lambda L, F: F.avg_pool2d(_x(L, 1, 1, 4, 4).int(), 2),
+     "\"avg_pool2d\" not implemented for 'Int'"),
+    ("avg_pool1d bool", lambda L, F: F.avg_pool1d(_x(L, 1, 1, 4).bool(), 2),
+     "\"avg_pool2d\" not implemented for 'Bool'"),
+    ("avg_pool3d uint8", lambda L, F: F.avg_pool3d(_x(L, 1, 1, 2, 2, 2).to(L.uint8), 2),
+     "\"avg_pool3d_out_frame\" not implemented for 'Byte'"),
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")     # (torch.range's deprecation)
+@pytest.mark.parametrize("name,call,message", BAD, ids=[c[0] for c in BAD])
+def test_bad_int_and_shape_arguments_raise_as_torch(name, call, message):
+    (tk, tr), (ek, er) = _run(call, torch, TF), _run(call, ember, EF)
+    assert tk == "raise", f"torch accepted {name}: the case is not bad input"
+    assert ek == "raise", f"ember accepted {name}, torch raised {tr!r}"
+    assert type(er) is type(tr), (tr, er)
+    if message is not None:
+        assert message in str(tr) and message in str(er), (tr, er)
+
+
+def _i(L, *shape):
+    return L.tensor([-7, 2, -9, 4, 5, -1, 3, -2, 8, -5, 6, 1]).reshape(*shape)
+
+
+GOOD = [   # valid calls next to the refused ones: same values, dtype and shape as torch
+    ("max_pool2d numpy int sizes", lambda L, F: F.max_pool2d(
+        _x(L, 1, 1, 4, 4), (2, np.int32(2)), np.int64(1))),
+    ("avg_pool2d bool in a size list", lambda L, F: F.avg_pool2d(_x(L, 1, 1, 4, 4), [2, True])),
+    ("conv2d 0-d tensor dilation", lambda L, F: F.conv2d(
+        _x(L, 1, 1, 4, 4), _x(L, 1, 1, 2, 2), dilation=L.tensor(1))),
+    ("conv2d numpy stride", lambda L, F: F.conv2d(
+        _x(L, 1, 1, 4, 4), _x(L, 1, 1, 2, 2), stride=np.int64(2))),
+    ("conv2d padding str", lambda L, F: F.conv2d(
+        _x(L, 1, 1, 4, 4), _x(L, 1, 1, 3, 3), padding="same")),
+    ("fft n int", lambda L, F: L.fft.rfft(_x(L, 4), 6)),
+    ("prod dim", lambda L, F: L.prod(_x(L) + 1, 1)),
+    ("prod all", lambda L, F: (_x(L) + 1).prod()),
+    ("std(x, True)", lambda L, F: L.std(_x(L), True)),
+    ("var(x, False)", lambda L, F: _x(L).var(False)),
+    ("repeat_interleave int", lambda L, F: L.repeat_interleave(_x(L), 2, dim=1)),
+    ("split 0-d tensor", lambda L, F: L.stack(L.split(_x(L, 4, 3), L.tensor(2)))),
+    ("split sizes", lambda L, F: L.cat(_x(L, 4, 3).split((1, 3)))),
+    ("eye(n)", lambda L, F: L.eye(3)),
+    ("eye(n, m)", lambda L, F: L.eye(2, 3)),
+    ("eye(0-d tensor)", lambda L, F: L.eye(L.tensor(2))),
+    ("adaptive_avg_pool2d None element", lambda L, F: F.adaptive_avg_pool2d(
+        _x(L, 1, 1, 4, 4), (None, 2))),
+    ("adaptive_avg_pool1d 0-d tensor", lambda L, F: F.adaptive_avg_pool1d(
+        _x(L, 1, 1, 4), L.tensor(2))),
+    ("histogram bins int", lambda L, F: L.histogram(_x(L), 3)[0]),
+    ("isin number", lambda L, F: L.isin(_x(L), 2.0)),
+    ("lu_solve", lambda L, F: L.linalg.lu_solve(*_lu(L), L.ones(3, 2, dtype=L.float64))),
+    ("ormqr batched", lambda L, F: L.ormqr(_x(L, 2, 3, 3), L.ones(2, 3), L.ones(2, 3, 3))),
+    ("range", lambda L, F: L.range(5, 0, -1)),
+    ("avg_pool1d int64 mean truncates", lambda L, F: F.avg_pool1d(_i(L, 1, 1, 12), 2, 1)),
+    ("avg_pool1d int64 padded", lambda L, F: F.avg_pool1d(_i(L, 1, 1, 12), 2, 1, padding=1)),
+    ("avg_pool1d int64 padding uncounted", lambda L, F: F.avg_pool1d(
+        _i(L, 1, 1, 12), 2, 1, padding=1, count_include_pad=False)),
+    ("avg_pool2d int64 divisor_override", lambda L, F: F.avg_pool2d(
+        _i(L, 1, 1, 3, 4), 2, 1, divisor_override=3)),
+    ("avg_pool3d int64", lambda L, F: F.avg_pool3d(_i(L, 1, 1, 2, 2, 3), 2, 1)),
+    ("mvlgamma at -inf", lambda L, F: L.mvlgamma(
+        L.tensor([-float("inf"), float("inf"), 2.5], dtype=L.float64), 3)),
+]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("name,call", GOOD, ids=[c[0] for c in GOOD])
+def test_valid_calls_beside_them_agree_with_torch(name, call):
+    (tk, t), (ek, e) = _run(call, torch, TF), _run(call, ember, EF)
+    assert tk == "ok" and ek == "ok", (t, e)
+    assert str(e.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    assert tuple(e.shape) == tuple(t.shape)
+    np.testing.assert_allclose(e.numpy(), t.numpy(), rtol=1e-6)

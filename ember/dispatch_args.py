@@ -260,6 +260,18 @@ def int_arg(value, fname, name, pos, what="int"):
                     f"{type(value).__name__}")
 
 
+def bounds_args(fname, start, end, steps):
+    """torch's parser on linspace/logspace bounds: a number or a 0-dim tensor (None, a str
+    or a list match no overload)."""
+    for v in (start, end):
+        if not isinstance(v, (Tensor, int, float, complex)) and not hasattr(v, "dtype"):
+            raise TypeError(f"{fname}() received an invalid combination of arguments - got "
+                            f"({type(start).__name__}, {type(end).__name__}, "
+                            f"{type(steps).__name__}), but expected one of: * (Tensor start, "
+                            f"Tensor end, int steps, ...) * (Number start, Number end, int "
+                            f"steps, ...)")
+
+
 def tensor_args(fname, *named):
     """torch's parser on tensor arguments: `named` is (name, position, value) triples; the
     first value that is not a Tensor is torch's TypeError naming it (for ops whose internals

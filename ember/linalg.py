@@ -199,10 +199,21 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def vecdot(x, y, *, dim=-1, out=None):
+    """The dot product of vectors along `dim`: ``(x.conj() * y).sum(dim)``.
+
+    >>> ember.linalg.vecdot(ember.tensor([1.0, 2.0]), ember.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    for t in (x, y):
+        if isinstance(t, Tensor) and not (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(f"linalg.vecdot: Expected a floating point or complex tensor as "
+                               f"input. Got {torch_name(t.dtype)}")
     if isinstance(x, Tensor) and isinstance(y, Tensor) and x.dtype != y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
                            f"x of type {torch_name(x.dtype)} and y of type "
                            f"{torch_name(y.dtype)} instead")
+    if isinstance(x, Tensor) and x.dtype.is_complex:
+        x = x.conj()
     return _out((x * y).sum(dim), out)
 
 

@@ -272,8 +272,12 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
                          reduction="mean"):
     """`input` where target is 1, ``max(0, margin - input)`` where target is -1."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
-    loss = (where(target != 1, (margin - input).clamp_min(0), 0.0)
-            + where(target != -1, input, 0.0))
+    integral = not (input.dtype.is_floating_point or input.dtype.is_complex)
+    if integral:    # (torch computes in the input's integer dtype: the margin truncated)
+        margin = int(margin)
+    zero = 0 if integral else 0.0
+    loss = (where(target != 1, (margin - input).clamp_min(0), zero)
+            + where(target != -1, input, zero))
     return _reduce(loss, reduction)
 hinge_embedding_loss = _composition("hinge_embedding_loss", hinge_embedding_loss, amp=_FP32)
 
@@ -367,6 +371,9 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
     reduction = _legacy_reduction(size_average, reduce, reduction)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):   # (torch's out= rule)
+        raise RuntimeError(f"result type Float can't be cast to the desired output type "
+                           f"{_torch_name(input.dtype)}")
     log_p, _ = _log_sigmoid_pair(target * input)
     return _reduce(-log_p, reduction)
 soft_margin_loss = _composition("soft_margin_loss", soft_margin_loss, amp=_FP32)

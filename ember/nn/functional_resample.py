@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from ..core.dtype import int64
+from ..core.dtype import bool_ as _bool, int64
 from ..ops.creation import full, linspace, ones, zeros
 from ..ops.joining import cat, stack
 from ..ops.pointwise import where
@@ -227,6 +227,9 @@ def pad(input, pad, mode="constant", value=None):
     if not (k + 1 <= input.dim() <= k + 2) or k > 3:
         raise NotImplementedError(f"Padding size {len(pad)} is not supported for "
                                   f"{input.dim()}D input tensor.")
+    if mode != "circular" and input.dtype is _bool:   # (torch's kernels: no bool loop)
+        kind = "reflection" if mode == "reflect" else "replication"
+        raise NotImplementedError(f"\"{kind}_pad{k}d\" not implemented for 'Bool'")
     x = input
     for i, (lo, hi) in enumerate(pairs):
         d = input.dim() - 1 - i

@@ -20,7 +20,7 @@ from ..core import tensor as _tensor_module
 from ..core import memory_stats
 from numpy.lib.stride_tricks import as_strided as _as_strided
 from ..dispatch import wrap
-from ..dispatch_args import int_arg
+from ..dispatch_args import int_arg, bounds_args
 from ..autograd.grad_mode import state
 from .registry import OpDef, CREATION, register, register_each, METHODS, OPS
 
@@ -475,6 +475,7 @@ def range_(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False, out=None,
              layout=None):
     """`steps` evenly spaced values from `start` to `end`, both included."""
+    bounds_args("linspace", start, end, steps)
     if type(steps) is not int:
         steps = int_arg(steps, "linspace", "steps", 3)
     if steps < 0:
@@ -509,6 +510,7 @@ def _linspace_values(start, end, steps):
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False,
              out=None, layout=None):
+    bounds_args("logspace", start, end, steps)
     if type(steps) is not int:
         steps = int_arg(steps, "logspace", "steps", 3)
     if steps < 0:

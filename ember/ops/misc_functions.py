@@ -134,7 +134,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
                            f"input with {input.dim()} dimensions")
     x = input.reshape(1, -1) if input.dim() < 2 else input
-    if not x.dtype.is_floating_point:
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
         x = x.to(D.get_default_dtype())
     n_obs = x.shape[1]
     w = None
@@ -147,7 +147,7 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         wsum = float(n_obs)
         norm = wsum - correction
     else:
-        w = w.to(x.dtype)
+        w = w.to(x.dtype.to_real())       # (weights are real, also for a complex x)
         wsum_t = w.sum()
         avg = (x * w).sum(1) / wsum_t
         if correction == 0:
@@ -158,8 +158,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
             norm = wsum_t - correction * (w * aweights).sum() / wsum_t
     xm = x - avg.unsqueeze(1)
     xw = xm * w if w is not None else xm
-    c = (xw @ xm.mT) / F["clamp"](norm, min=0) if isinstance(norm, Tensor) else \
-        (xw @ xm.mT) / builtins.max(norm, 0)
+    xt = xm.mT.conj() if xm.dtype.is_complex else xm.mT    # (the Hermitian product)
+    c = (xw @ xt) / F["clamp"](norm, min=0) if isinstance(norm, Tensor) else \
+        (xw @ xt) / builtins.max(norm, 0)
     return c.squeeze() if input.dim() < 2 else c
 
 
@@ -171,8 +172,11 @@ def corrcoef(input):
     c = cov(input)
     if c.dim() == 0:
         return c / c
-    d = c.diagonal().sqrt()
+    diag = c.diagonal()
+    d = (diag.real if c.dtype.is_complex else diag).sqrt()
     c = c / d.unsqueeze(1) / d.unsqueeze(0)
+    if c.dtype.is_complex:     # (real and imaginary parts clipped each, as torch does)
+        return F["complex"](F["clamp"](c.real, -1, 1), F["clamp"](c.imag, -1, 1))
     return F["clamp"](c, -1, 1)
 
 
@@ -271,7 +275,7 @@ def vander(x, N=None, increasing=False):
     n = x.shape[0] if N is None else int_arg(N, "vander", "N", 2)
     if n < 0:
         raise RuntimeError("N must be non-negative.")
-    dt = x.dtype if x.dtype.is_floating_point else D.int64
+    dt = x.dtype if x.dtype.is_floating_point or x.dtype.is_complex else D.int64
     if n == 0:
         return x.to(dt).unsqueeze(1)[:, :0]
     cols = [F["ones_like"](x, dtype=dt)] + [None] * (n - 1)
@@ -315,7 +319,7 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None,
 def unravel_index(indices, shape):
     """The coordinates of flat `indices` in a tensor of `shape` (a tuple of int64 tensors)."""
     if isinstance(indices, Tensor) and (indices.dtype.is_floating_point or
-                                        indices.dtype is D.bool_):
+                                        indices.dtype.is_complex or indices.dtype is D.bool_):
         raise TypeError(f"expected 'indices' to be integer dtype, but got {indices.dtype}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if any(s < 0 for s in shape):

@@ -67,6 +67,8 @@ _NANSUM = Derivative("nansum", attrs={"dims": None, "keepdim": False},
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None, out=None):
     """Sum treating NaN as zero."""
+    if input.dtype.is_complex:
+        raise RuntimeError("nansum on CPU does not support complex inputs")
     dims = _dims(dim, input._data.ndim)
     dt = _sum_dtype(input, dtype)
     # (cast first: np.nansum does not see NaN in ml_dtypes' bfloat16)
@@ -385,7 +387,8 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 # ---- logsumexp ----
 def _logsumexp_grad(g, self, result, dims, keepdim):
     shape = self._data.shape
-    return restore(g, shape, dims, keepdim) * (self - restore(result, shape, dims, keepdim)).exp()
+    w = (self - restore(result, shape, dims, keepdim)).exp()
+    return restore(g, shape, dims, keepdim) * w
 
 
 _LOGSUMEXP = Derivative("logsumexp", attrs={"dims": None, "keepdim": False},
@@ -396,15 +399,16 @@ def logsumexp(input, dim, keepdim=False, *, out=None):
     """log(sum(exp(input))) over `dim`, computed stably (shifting by the max)."""
     if dim is None:
         raise TypeError("logsumexp(): argument 'dim' must be tuple of ints, not NoneType")
-    if not input.dtype.is_floating_point:
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
         input = input.to(D.get_default_dtype())
     a = input._data
     dims = _dims(dim, a.ndim)
     ax = _axis(dims, a.ndim)
     a = a.astype(kernel_dtype(input.dtype), copy=False)
-    with np.errstate(all="ignore"):
-        m = np.max(a, axis=ax, keepdims=True, initial=-np.inf) if a.size else \
-            np.zeros(np.sum(a, axis=ax, keepdims=True).shape, a.dtype)
+    with np.errstate(all="ignore"):   # (complex input: shifted by the max real part)
+        re = a.real if input.dtype.is_complex else a
+        m = np.max(re, axis=ax, keepdims=True, initial=-np.inf) if a.size else \
+            np.zeros(np.sum(re, axis=ax, keepdims=True).shape, re.dtype)
         m = np.where(np.isfinite(m), m, 0)
         r = np.log(np.sum(np.exp(a - m), axis=ax, keepdims=True)) + m
     if not keepdim:

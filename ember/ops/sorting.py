@@ -197,6 +197,20 @@ def _batched_search(seq, vals, right):
     return out.reshape(B, n + m)[:, n:]
 
 
+def _common_dtype(seq, v):
+    """The dtype torch promotes the boundaries and the values to (a Python number counts as a
+    wrapped scalar)."""
+    ops = [(seq.dtype, 0 if seq._data.ndim else 1)]
+    if isinstance(v, Tensor):
+        ops.append((v.dtype, 0 if v._data.ndim else 1))
+    else:
+        kind = (D.bool_ if isinstance(v, (bool, np.bool_)) else
+                D.int64 if isinstance(v, (int, np.integer)) else
+                D.complex64 if isinstance(v, (complex, np.complexfloating)) else D.float32)
+        ops.append((kind, 2))
+    return D.result_type_of(ops)
+
+
 def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
                  sorter=None, out=None):
     """Indices where `input` would be inserted into `sorted_sequence` (its last dim) to keep
@@ -219,9 +233,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
                         f"(Tensor, {type(input).__name__}), but expected one of: * (Tensor "
                         "sorted_sequence, Tensor input) * (Tensor sorted_sequence, Number self)")
     v = np.asarray(input) if scalar else input._data
-    for t in (sorted_sequence, input):
-        if isinstance(t, Tensor) and t.dtype is D.bool_:
-            raise NotImplementedError("\"searchsorted_out_cpu\" not implemented for 'Bool'")
+    common = _common_dtype(sorted_sequence, input)    # (torch compares in the promoted dtype)
+    if common is D.bool_ or common.is_complex:
+        raise NotImplementedError(f"\"searchsorted_out_cpu\" not implemented for "
+                                  f"'{torch_name(common)}'")
     if v.ndim == 0 and seq.ndim != 1:
         raise RuntimeError(f"{name}: input value can be a scalar only when boundaries tensor "
                            f"dimension is 1, but we got boundaries tensor dim({seq.ndim}) and "

@@ -21,7 +21,7 @@ from . import batch_rules as _br
 # the view machinery, re-exported: code imports these names from here
 from .view_common import (_view_scatter, _GATHER, reshape_op, _permutation,  # noqa: F401
                           view_op, apply_view, offset_view, repoint, _shape_arg,
-                          _elem_strides, _PERMUTE)
+                          _elem_strides, _PERMUTE, split_sizes, narrow_start)
 
 
 # ---- view / reshape ----
@@ -313,6 +313,7 @@ def narrow(self, dim, start, length):
         raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = S.wrap_dim(dim, nd)
     size = self._data.shape[d]
+    start = narrow_start(dim, start, length)
     if length < 0:
         raise RuntimeError("narrow(): length must be non-negative.")
     start = int(start)
@@ -352,17 +353,6 @@ def unbind(self, dim=0):
     return tuple(select(self, d, i) for i in range(self._data.shape[d]))
 
 
-def _split_sizes(v):
-    """split's sections as torch's parser takes `tuple of ints` (split_with_sizes')."""
-    where = "split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints"
-    if not isinstance(v, (list, tuple)):
-        raise TypeError(f"{where}, not {type(v).__name__}")
-    for k, s in enumerate(v):
-        if isinstance(s, bool) or not hasattr(s, "__index__"):
-            raise TypeError(f"{where}, but found element of type {type(s).__name__} at pos {k}")
-    return [int(s) for s in v]
-
-
 def split(self, split_size_or_sections, dim=0):
     nd = self._data.ndim
     d = S.wrap_dim(dim, nd)
@@ -376,12 +366,15 @@ def split(self, split_size_or_sections, dim=0):
         split_size_or_sections = int(split_size_or_sections.item())    # (torch: an int)
     if isinstance(split_size_or_sections, int):
         step = split_size_or_sections
-        if step <= 0 and size > 0:
+        if step < 0:
+            raise RuntimeError(f"split expects split_size be non-negative, but got "
+                               f"split_size={step}")
+        if step == 0 and size > 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {size}")
         sizes = [min(step, size - i) for i in range(0, size, step)] if size else [0]
     else:
-        sizes = _split_sizes(split_size_or_sections)
+        sizes = split_sizes(split_size_or_sections)
         if any(s < 0 for s in sizes):
             raise RuntimeError(f"split_with_sizes expects split_sizes have only non-negative "
                                f"entries, but got split_sizes={sizes}")

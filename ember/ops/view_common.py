@@ -216,3 +216,31 @@ def ints_first(index):
             basic.append(v)
             rest.append(v if v is Ellipsis else slice(None))
     return tuple(basic), tuple(rest)
+
+
+def split_sizes(v):
+    """split's sections as torch's parser takes `tuple of ints` (split_with_sizes')."""
+    where = "split_with_sizes(): argument 'split_sizes' (position 2) must be tuple of ints"
+    if not isinstance(v, (list, tuple)):
+        raise TypeError(f"{where}, not {type(v).__name__}")
+    for k, s in enumerate(v):
+        if isinstance(s, bool) or not hasattr(s, "__index__"):
+            raise TypeError(f"{where}, but found element of type {type(s).__name__} at pos {k}")
+    return [int(s) for s in v]
+
+
+def narrow_start(dim, start, length):
+    """narrow's start as torch's parser takes it: an int, or a 0-dim integer tensor; a float,
+    bool or None start or length matches no overload (TypeError)."""
+    if isinstance(start, Tensor):      # (torch's overload with a Tensor start)
+        if start.dim() != 0 or start.dtype.is_floating_point or start.dtype.is_complex or \
+                start.dtype is D.bool_:
+            raise RuntimeError("start must be an 0-dim integral Tensor.")
+        start = int(start.item())
+    for v in (start, length):
+        if isinstance(v, bool) or not hasattr(v, "__index__") or isinstance(v, Tensor):
+            raise TypeError(f"narrow() received an invalid combination of arguments - got "
+                            f"({type(dim).__name__}, {type(start).__name__}, "
+                            f"{type(length).__name__}), but expected one of: * (int dim, Tensor "
+                            f"start, int length) * (int dim, int start, int length)")
+    return start

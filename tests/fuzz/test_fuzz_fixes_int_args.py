@@ -20,6 +20,10 @@ def _x(L, *shape):
     return L.arange(float(np.prod(shape))).reshape(*shape)
 
 
+def _c(L):
+    return L.tensor([[1 + 2j, 3 - 1j, 0.5j], [2, 1j, -1]], dtype=L.complex64)
+
+
 def _lu(L):
     return L.linalg.lu_factor(_x(L, 3, 3).double() + 5 * L.eye(3, dtype=L.float64))
 
@@ -148,6 +152,48 @@ BAD = [
      "\"avg_pool2d\" not implemented for 'Bool'"),
     ("avg_pool3d uint8", lambda L, F: F.avg_pool3d(_x(L, 1, 1, 2, 2, 2).to(L.uint8), 2),
      "\"avg_pool3d_out_frame\" not implemented for 'Byte'"),
+    # found by tests/opinfo/test_generated_dtypes.py (dtype_known.py's "accepted" rows)
+    ("nansum complex", lambda L, F: L.nansum(_c(L)),
+     "nansum on CPU does not support complex inputs"),
+    ("nanmean complex", lambda L, F: L.nanmean(_c(L), 0),
+     "nansum on CPU does not support complex inputs"),
+    ("polygamma(0, complex)", lambda L, F: L.polygamma(0, _c(L)),
+     "\"digamma\" not implemented for 'ComplexFloat'"),
+    ("soft_margin_loss int input", lambda L, F: F.soft_margin_loss(
+        L.tensor([1, 2]), L.tensor([1.0, -1.0]), reduction="none"),
+     "result type Float can't be cast to the desired output type Long"),
+    ("hinge_embedding_loss int mean", lambda L, F: F.hinge_embedding_loss(
+        L.tensor([1, 2]), L.tensor([1, -1])), "mean(): could not infer output dtype"),
+    ("vecdot int", lambda L, F: L.linalg.vecdot(L.tensor([1, 2]), L.tensor([1, 2])),
+     "linalg.vecdot: Expected a floating point or complex tensor as input. Got Long"),
+    ("vecdot bool and float", lambda L, F: L.linalg.vecdot(L.tensor([True]), L.tensor([1.0])),
+     "linalg.vecdot: Expected a floating point or complex tensor as input. Got Bool"),
+    ("unravel_index complex", lambda L, F: L.unravel_index(_c(L), (2, 3)),
+     "expected 'indices' to be integer dtype"),
+    ("bucketize complex", lambda L, F: L.bucketize(_c(L), _c(L)[0]),
+     "\"searchsorted_out_cpu\" not implemented for 'ComplexFloat'"),
+    # found at a fresh seed (20261203)
+    ("linspace(None, 1, 3)", lambda L, F: L.linspace(None, 1, 3),
+     "linspace() received an invalid combination of arguments"),
+    ("logspace(0, 'a', 3)", lambda L, F: L.logspace(0, "a", 3),
+     "logspace() received an invalid combination of arguments"),
+    ("narrow float start", lambda L, F: _x(L, 3, 4).narrow(1, 1.0, 2),
+     "narrow() received an invalid combination of arguments"),
+    ("narrow float length", lambda L, F: _x(L, 3, 4).narrow(1, 1, 2.0),
+     "narrow() received an invalid combination of arguments"),
+    ("narrow float tensor start", lambda L, F: _x(L, 3, 4).narrow(1, L.tensor(1.0), 2),
+     "start must be an 0-dim integral Tensor."),
+    ("pad reflect bool", lambda L, F: F.pad(_x(L, 1, 2, 3).bool(), (1, 1), mode="reflect"),
+     "\"reflection_pad1d\" not implemented for 'Bool'"),
+    ("pad replicate bool 2-d", lambda L, F: F.pad(_x(L, 1, 2, 3, 3).bool(), (1, 1, 1, 1),
+                                                  mode="replicate"),
+     "\"replication_pad2d\" not implemented for 'Bool'"),
+    ("split negative", lambda L, F: _x(L).split(-1),
+     "split expects split_size be non-negative, but got split_size=-1"),
+    ("split negative of empty", lambda L, F: L.ones(0).split(-1),
+     "split expects split_size be non-negative, but got split_size=-1"),
+    ("searchsorted bool promoted", lambda L, F: L.searchsorted(L.tensor([False, True]), True),
+     "\"searchsorted_out_cpu\" not implemented for 'Bool'"),
 ]
 
 
@@ -205,7 +251,36 @@ GOOD = [   # valid calls next to the refused ones: same values, dtype and shape 
     ("avg_pool3d int64", lambda L, F: F.avg_pool3d(_i(L, 1, 1, 2, 2, 3), 2, 1)),
     ("mvlgamma at -inf", lambda L, F: L.mvlgamma(
         L.tensor([-float("inf"), float("inf"), 2.5], dtype=L.float64), 3)),
+    ("narrow 0-d tensor start", lambda L, F: _x(L, 3, 4).narrow(1, L.tensor(1), 2)),
+    ("pad circular bool", lambda L, F: F.pad(_x(L, 1, 2, 3).bool(), (1, 1), mode="circular")),
+    ("linspace tensor bounds", lambda L, F: L.linspace(L.tensor(0.0), L.tensor(1.0), 5)),
+    ("linspace numpy bounds", lambda L, F: L.linspace(np.float64(0.0), np.int64(2), 5)),
+    ("cov complex", lambda L, F: L.cov(_c(L))),
+    ("cov complex weighted", lambda L, F: L.cov(_c(L), fweights=L.tensor([1, 2, 1]),
+                                               aweights=L.tensor([0.5, 1.0, 2.0]))),
+    ("corrcoef complex", lambda L, F: L.corrcoef(_c(L))),
+    ("logsumexp complex", lambda L, F: L.logsumexp(_c(L), 1)),
+    ("vander complex", lambda L, F: L.vander(_c(L)[0], 3)),
+    ("vecdot complex conjugates x", lambda L, F: L.linalg.vecdot(_c(L), _c(L).flip(1))),
+    ("hinge_embedding_loss int none", lambda L, F: F.hinge_embedding_loss(
+        L.tensor([1, 2, 0, -3]), L.tensor([1, -1, -1, -1]), -0.5, reduction="none")),
+    ("hinge_embedding_loss int sum", lambda L, F: F.hinge_embedding_loss(
+        L.tensor([1, 2, 0, -3]), L.tensor([1, -1, -1, -1]), 2.7, reduction="sum")),
+    ("searchsorted float boundaries, bool values", lambda L, F: L.searchsorted(
+        L.tensor([0.0, 1.0, 2.0]), L.tensor([True, False]))),
+    ("searchsorted int boundaries, float value", lambda L, F: L.searchsorted(
+        L.tensor([0, 1, 2]), 1.5)),
 ]
+
+
+def test_logsumexp_of_complex_input_has_torchs_gradient():
+    grads = []
+    for L in (torch, ember):
+        x = _c(L).to(L.complex128).requires_grad_()
+        r = L.logsumexp(x, 1)
+        (r.real.sum() + 2 * r.imag.sum()).backward()
+        grads.append(x.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-10)
 
 
 @pytest.mark.filterwarnings("ignore::UserWarning")

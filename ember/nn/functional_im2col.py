@@ -17,7 +17,10 @@ functional_pool and functional_resample.
 For float32/float64 NumPy arrays in 1-D and 2-D, im2col, col2im and the NCHW layout pass
 (with the bias) are C kernels (conv_kernels.py), and a backward that records no graph takes
 both gradients straight from arrays (`_plain_backward`); otherwise the NumPy code here runs,
-with the same values.
+with the same values. A forward whose im2col matrix no weight gradient will read (eval,
+no_grad, a frozen weight) and the plain backward's input gradient run one GEMM per sample
+on an (N, C*K, P) im2col layout, which lands in NCHW without a transpose (ungrouped, from
+PER_SAMPLE_MIN output positions per sample).
 """
 import itertools
 import math
@@ -176,6 +179,9 @@ def _to_nchw(r, co, n, out, bias=None):
     return t
 
 
+# the forward runs per sample (conv_kernels.conv_per_sample) from this many output positions
+# per sample on: below it each sample's GEMM is too narrow for BLAS
+PER_SAMPLE_MIN = 64
 # im2col matrices up to this many elements are kept from the forward for the weight
 # gradient (saves one im2col pass per convolution and step; 16 MB in float32)
 KEEP_COLS = 1 << 22
@@ -185,17 +191,26 @@ _NATIVE_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 def _plain_backward(g, x, w, cols, needs, stride, pads, dil, groups):
     """The gradients of `_conv` (input, weight, and bias when needs has a third entry)
     straight from arrays, or None: when no graph is recorded (no create_graph), no mode or
-    autocast is on and the C kernels apply. One transpose of g serves both GEMMs; the
-    weight gradient reuses the forward's im2col matrix `cols`."""
+    autocast is on and the C kernels apply. The input gradient runs per sample, as the
+    forward (one GEMM w.T @ g[n] each, reading g as it is, then col2im of that layout); the
+    weight gradient is one GEMM on a transpose of g and the forward's im2col matrix `cols`
+    (a grouped input gradient also uses that transpose)."""
     if state.enabled or state.modes or state.autocast_enabled or len(w.shape) > 4 or \
             not (g.dtype is x.dtype is w.dtype) or not _native.usable(g._data, x._data):
         return None
     ga, a, b = g._data, x._data, w._data
     ks = b.shape[2:]
     co, cg = b.shape[:2]
-    gm = _gmat(ga, groups)                                            # (G, Og, N*P)
+    n, p = ga.shape[0], math.prod(ga.shape[2:])
     dx = dw = None
-    if needs[0]:
+    if needs[0] and groups == 1 and p >= PER_SAMPLE_MIN:
+        c = np.matmul(b.reshape(co, cg * math.prod(ks)).T, ga.reshape(n, co, p))
+        dx = _native.col2im(c, a.shape, ks, stride, pads, dil, ga.shape[2:])  # (N, CK, P)
+        if dx is None:
+            return None
+        dx = wrap(dx, g.dtype)
+    gm = _gmat(ga, groups) if needs[1] or (needs[0] and dx is None) else None  # (G, Og, N*P)
+    if needs[0] and dx is None:
         wt = b.reshape(groups, co // groups, math.prod(b.shape[1:])).transpose(0, 2, 1)
         c = _bmm(wt, gm)
         dx = _native.col2im(c.reshape(groups * c.shape[1], c.shape[2]), a.shape, ks, stride,
@@ -230,6 +245,17 @@ def _conv(x, w, stride, pads, dil, groups, bias=None):
     out = _out_size(a.shape[2:], pads, ks, stride, dil)
     co = b.shape[0]
     kept = [None]       # the im2col matrix, for the weight gradient
+    if groups == 1 and math.prod(out) >= PER_SAMPLE_MIN and not (w._requires_grad and
+                                                                  state.enabled):
+        # no weight gradient to keep the im2col matrix for: the per-sample layout, straight
+        # into NCHW (measured slower in training, where the weight gradient would then
+        # recompute the im2col matrix)
+        r = _native.conv_per_sample(a, b, ks, stride, pads, dil, out,
+                                    None if bias is None else _arr(bias))
+        if r is not None:
+            return record_fn("ConvolutionBackward0", (x, w) if bias is None else (x, w, bias),
+                             (wrap(r, x.dtype),), _backward_of(stride, pads, dil, groups, kept),
+                             (x, w))[0]
     try:
         cols = _im2col(a, ks, stride, pads, dil, out, groups)
         r = _bmm(b.reshape(groups, co // groups, math.prod(b.shape[1:])), cols)  # (G, Og, N*P)
@@ -240,7 +266,13 @@ def _conv(x, w, stride, pads, dil, groups, bias=None):
     except MetaData:    # meta operands: the result's metadata (ember/ops/meta_rules.py)
         r = out_array((a.shape[0], co) + tuple(out), a.dtype, x, w)
     res = wrap(r, x.dtype)
+    inputs = (x, w) if bias is None else (x, w, bias)
+    return record_fn("ConvolutionBackward0", inputs, (res,),
+                     _backward_of(stride, pads, dil, groups, kept), (x, w))[0]
 
+
+def _backward_of(stride, pads, dil, groups, kept):
+    """The backward of one `_conv` call; kept[0] is its im2col matrix, if it kept one."""
     def backward(grads, needs, x, w):
         g = grads[0]
         cols, kept[0] = kept[0], None      # used once (a second backward recomputes it)
@@ -252,8 +284,7 @@ def _conv(x, w, stride, pads, dil, groups, bias=None):
         if len(needs) == 2:
             return grad
         return grad + ((_bias_grad(g) if needs[2] else None),)
-    inputs = (x, w) if bias is None else (x, w, bias)
-    return record_fn("ConvolutionBackward0", inputs, (res,), backward, (x, w))[0]
+    return backward
 
 
 def _conv_batch(v, args, kwargs):

@@ -97,3 +97,55 @@ def stacked_outer(a, b):
     fn(pointer(a2), pointer(b2), pointer(out), batch, m, n, a2.strides[0] // sz,
        a2.strides[1] // sz, b2.strides[0] // sz, OUTER_LIB.team(out.size))
     return out
+
+
+# ---- per-channel affine map: out[n, c, p] = x[n, c, p] * a[c] + b[c] ---------------------
+# eval-mode batch_norm (ember/nn/functional_norm.py): one pass where NumPy takes two (a
+# multiply into a new array, an add in place). Built with -ffp-contract=off, so its values
+# are NumPy's bit for bit. P == 1 is the channels-last (and (N, C)) case: C is the fastest
+# axis and the loop runs along it.
+AFFINE_SOURCE = r"""
+#include <stdint.h>
+#define DEFINE(T, S)                                                                        \
+void channel_affine_##S(const T *restrict x, const T *restrict a, const T *restrict b,     \
+                        T *restrict out, int64_t N, int64_t C, int64_t P, int nt) {         \
+    if (P == 1) {                                                                           \
+        _Pragma("omp parallel for schedule(static) num_threads(nt) if(nt > 1)")             \
+        for (int64_t n = 0; n < N; n++) {                                                   \
+            const T *xr = x + n * C;                                                        \
+            T *o = out + n * C;                                                             \
+            for (int64_t c = 0; c < C; c++) o[c] = xr[c] * a[c] + b[c];                     \
+        }                                                                                   \
+        return;                                                                             \
+    }                                                                                       \
+    _Pragma("omp parallel for schedule(static) num_threads(nt) if(nt > 1)")                 \
+    for (int64_t r = 0; r < N * C; r++) {                                                   \
+        const T av = a[r % C], bv = b[r % C];                                               \
+        const T *xr = x + r * P;                                                            \
+        T *o = out + r * P;                                                                 \
+        for (int64_t p = 0; p < P; p++) o[p] = xr[p] * av + bv;                             \
+    }                                                                                       \
+}
+DEFINE(float, f32)
+DEFINE(double, f64)
+"""
+_AFFINE_SIG = (c_void_p,) * 4 + (c_int64,) * 3 + (c_int,)
+AFFINE_LIB = NativeLibrary("affine_kernels", AFFINE_SOURCE,
+                           {"channel_affine_f32": _AFFINE_SIG,
+                            "channel_affine_f64": _AFFINE_SIG})
+_AFFINE_NAMES = {np.dtype(np.float32): "channel_affine_f32",
+                 np.dtype(np.float64): "channel_affine_f64"}
+
+
+def channel_affine(x, a, b, out):
+    """``out = x * a[c] + b[c]`` for x and out C-contiguous (N, C, P) arrays and a, b
+    contiguous (C,) arrays, all of one float dtype; returns out, or None (nothing written)."""
+    if type(x) is not np.ndarray or x.size < MIN_ELEMENTS:
+        return None
+    name = _AFFINE_NAMES.get(x.dtype)
+    fn = None if name is None else AFFINE_LIB.function(name)
+    if fn is None:
+        return None
+    n, c, p = x.shape
+    fn(pointer(x), pointer(a), pointer(b), pointer(out), n, c, p, AFFINE_LIB.team(x.size))
+    return out

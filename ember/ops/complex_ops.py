@@ -23,7 +23,7 @@ from numpy.lib.stride_tricks import as_strided
 
 from ..core import dtype as D
 from ..core.tensor import make_view
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, not_implemented
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from .registry import OpDef, OPS, VIEW, POINTWISE, register, METHODS, FUNCTIONS
@@ -163,6 +163,8 @@ def _parts_check(what):
         if d0 is not d1:
             raise RuntimeError(f"Expected object of scalar type {torch_name(d0)} but got scalar "
                                f"type {torch_name(d1)} for second argument")
+        if d0 is D.float16 and what == "polar":     # (torch: no Half kernel)
+            raise not_implemented("polar_cpu", d0)
         if d0 is D.float16:
             raise TypeError(f"{what}: ember has no complex32 (chalf) dtype")
     return precheck
@@ -392,7 +394,6 @@ OPS["isreal"].meta = _isreal_meta
 def abs_rule(dt, name):
     """abs: bool has no kernel; a complex input gives its real dtype."""
     if dt is D.bool_:
-        from ..dispatch import not_implemented
         raise not_implemented("abs_cpu", dt)
     return dt, dt.to_real()
 

@@ -355,6 +355,8 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     if input.dtype is not other.dtype:
         raise RuntimeError(f"expected scalar type {torch_name(input.dtype)} but found "
                            f"{torch_name(other.dtype)}")
+    if input.dtype is D.bool_:      # (torch's kernel has no bool loop)
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
     if input.dim() != other.dim():
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
     shape = S.broadcast_shapes(input._data.shape, other._data.shape)

@@ -299,7 +299,7 @@ def _getrs(lu_, piv, b):
 
 def solve_ex(A, B, *, left=True, check_errors=False, out=None):
     """(result, info) of linalg.solve: info as in inv_ex."""
-    _check_square("linalg.solve_ex", A)
+    _check_square("linalg.solve_ex", A, kernel="lu_cpu")
     if is_meta_array(A._data):
         return solve_ex_t(_linalg("solve")(A, B, left=left), wrap(_info_meta(A._data), D.int32))
     _, _, info = _getrf(A._data)
@@ -317,7 +317,7 @@ def solve_ex(A, B, *, left=True, check_errors=False, out=None):
 def cholesky_ex(A, *, upper=False, check_errors=False, out=None):
     """(L, info): info the order of the first leading minor that is not positive-definite
     (0 on success); L is LAPACK's partial factor where it failed, as in torch."""
-    _check_square("linalg.cholesky_ex", A)
+    _check_square("linalg.cholesky_ex", A, kernel="cholesky_cpu")
     if is_meta_array(A._data):
         return cholesky_ex_t(_linalg("cholesky")(A, upper=upper),
                              wrap(_info_meta(A._data), D.int32))
@@ -340,7 +340,7 @@ def ldl_factor_ex(A, *, hermitian=False, check_errors=False, out=None):
     """(LD, pivots, info): the Bunch-Kaufman factorization A = L D L^T of symmetric A (its
     lower triangle is read), in LAPACK's compact form, as torch returns it."""
     tensor_args("linalg_ldl_factor_ex", ("input", 1, A))
-    _check_square("torch.linalg.ldl_factor_ex", A)
+    _check_square("torch.linalg.ldl_factor_ex", A, kernel="ldl_factor_kernel_cpu")
 
     def one(mat):
         if mat.size == 0:

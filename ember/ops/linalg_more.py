@@ -67,8 +67,8 @@ def _check_float(name, A, kernel=None, ints=False):
                            f"{torch_name(A.dtype)}")
 
 
-def _check_square(name, A, what="A"):
-    _check_float(name, A)
+def _check_square(name, A, what="A", kernel=None):
+    _check_float(name, A, kernel)
     if A.dim() < 2:
         raise RuntimeError(f"{name}: The input tensor {what} must have at least 2 dimensions.")
     if A.shape[-1] != A.shape[-2]:
@@ -137,7 +137,7 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
             [1.]])
     """
     name = "linalg.solve_triangular"
-    _check_float(name, A)
+    _check_float(name, A, "triangular_solve_cpu", ints=True)
     for t, w in ((A, "A"), (B, "B")):
         if t.dim() < 2:
             raise RuntimeError(f"{name}: The input tensor {w} must have at least 2 dimensions.")

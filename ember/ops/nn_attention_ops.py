@@ -263,6 +263,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         _check_head_dims(query, key)
     except ARG_ERRORS as exc:    # (free until it raises) a str or list for a tensor
         raise_as_torch(SDPA, scaled_dot_product_attention, (query, key, value), {}, exc)
+    if getattr(query, "dtype", None) is D.bool_:    # (torch's math kernel, on bool q)
+        raise RuntimeError("expected scalar type Float but found Bool")
     if attn_mask is None and dropout_p == 0.0 and _fast_ok(query, key, value):
         if scale is None:
             scale = 1.0 / math.sqrt(query._data.shape[-1])

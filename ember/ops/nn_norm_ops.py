@@ -14,7 +14,7 @@ from ..core.meta import MetaData
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from . import batch_rules as _br
-from .dtype_support import FLOATING, check_dtype
+from .dtype_support import COMPLEX, FLOATING, check_dtype
 from .nn_ops import FLOATS, FusedKernel, composite, under_mode
 
 
@@ -215,6 +215,7 @@ def _rms_norm_decomp(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*{', '.join(map(str, shape))}], but got input of size"   # (torch's)
                            f"{list(input.shape)}")
+    check_dtype(RMS_NORM, input)     # (after the shape, as torch checks them)
     if eps is None:
         eps = D.finfo(input.dtype).eps
     dims = tuple(range(input.dim() - len(shape), input.dim()))
@@ -233,7 +234,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
 
 
 RMS_NORM = composite("rms_norm", rms_norm, _rms_norm_decomp, function=False, method=False,
-                     onnx=_ox.rms_norm)
+                     onnx=_ox.rms_norm, dtypes=FLOATING | COMPLEX, dtype_kernel="rms_norm")
 
 
 # vmap batching rules (ember/ops/batch_rules.py): see nn_ops.py

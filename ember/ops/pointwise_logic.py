@@ -117,8 +117,9 @@ def positive(input):
 
 
 def _invert(input):
-    """``~x``: bitwise_not, but a TypeError (not bitwise_not's error) for floating tensors."""
-    if input.dtype.is_floating_point:
+    """``~x``: bitwise_not, but a TypeError (not bitwise_not's error) for floating and
+    complex tensors."""
+    if input.dtype.is_floating_point or input.dtype.is_complex:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
     return bitwise_not(input)

@@ -13,7 +13,7 @@ from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, checked_scalar
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from . import meta_rules as M
@@ -249,7 +249,9 @@ def index_fill(input, dim, index, value):
     a = _as1(input._data)
     _bounds(idx, a.shape[d], d, IndexError, negative=True)
     r = a.copy()
-    v = value._data if isinstance(value, Tensor) else value
+    # (a Python number as c10 converts it: overflow refused, negatives wrap into unsigned)
+    v = value._data if isinstance(value, Tensor) else np.asarray(
+        checked_scalar(value, input.dtype)).astype(a.dtype)
     np.moveaxis(r, d, 0)[idx] = v
     return finish(_INDEX_FILL, (input, value), r.reshape(input._data.shape), input.dtype,
                   {"dim": d, "index": index})

@@ -192,8 +192,9 @@ def aminmax(input, *, dim=None, keepdim=False, out=None):
 # ---- argmax / argmin ----
 def _arg_extreme(name, largest):
     def fn(input, dim=None, keepdim=False, *, out=None):
-        if input.dtype is D.bool_:
-            raise RuntimeError(f"{name}(): does not support bool input")
+        if input.dtype is D.bool_ or input.dtype.is_complex:
+            what = "bool" if input.dtype is D.bool_ else "complex"
+            raise RuntimeError(f"{name}(): does not support {what} input")
         a = input._data
         if dim is None:
             if a.size == 0:

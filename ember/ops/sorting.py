@@ -44,6 +44,8 @@ _TOPK = selecting_op("topk", "TopkBackward0")
 
 def sort(input, dim=-1, descending=False, *, stable=False, out=None):
     """(values, indices) sorted along `dim` (ascending unless `descending`)."""
+    if input.dtype.is_complex:
+        raise RuntimeError("Sort does not support complex dtypes on CPU")
     a = input._data
     d = S.wrap_dim(dim, a.ndim)
     idx = np.zeros((), np.int64) if a.ndim == 0 else _argsort(a, input.dtype, d, descending)
@@ -64,6 +66,8 @@ def msort(input, *, out=None):
 def topk(input, k, dim=-1, largest=True, sorted=True, *, out=None):
     """(values, indices) of the k largest (or smallest) elements along `dim`, in order."""
     k = int_arg(k, "topk", "k", 2)
+    if input.dtype.is_complex:
+        raise RuntimeError("topk does not support complex dtypes on CPU")
     a = input._data
     d = S.wrap_dim(dim, a.ndim)
     n = a.shape[d] if a.ndim else 1

@@ -192,6 +192,10 @@ BAD = [
      "split expects split_size be non-negative, but got split_size=-1"),
     ("split negative of empty", lambda L, F: L.ones(0).split(-1),
      "split expects split_size be non-negative, but got split_size=-1"),
+    ("index_fill uint8 overflow", lambda L, F: L.ones(3, dtype=L.uint8).index_fill(
+        0, L.tensor([0]), 256), "value cannot be converted to type uint8_t without overflow"),
+    ("index_fill uint8 negative float", lambda L, F: L.ones(3, dtype=L.uint8).index_fill(
+        0, L.tensor([0]), -1.5), "value cannot be converted to type uint8_t without overflow"),
     ("searchsorted bool promoted", lambda L, F: L.searchsorted(L.tensor([False, True]), True),
      "\"searchsorted_out_cpu\" not implemented for 'Bool'"),
 ]
@@ -255,6 +259,10 @@ GOOD = [   # valid calls next to the refused ones: same values, dtype and shape 
     ("pad circular bool", lambda L, F: F.pad(_x(L, 1, 2, 3).bool(), (1, 1), mode="circular")),
     ("linspace tensor bounds", lambda L, F: L.linspace(L.tensor(0.0), L.tensor(1.0), 5)),
     ("linspace numpy bounds", lambda L, F: L.linspace(np.float64(0.0), np.int64(2), 5)),
+    ("index_fill uint8 wraps a negative int", lambda L, F: L.ones(3, dtype=L.uint8).index_fill(
+        0, L.tensor([0, 2]), -255)),
+    ("index_fill int8 truncates a float", lambda L, F: L.ones(3, dtype=L.int8).index_fill(
+        0, L.tensor([1]), -3.7)),
     ("cov complex", lambda L, F: L.cov(_c(L))),
     ("cov complex weighted", lambda L, F: L.cov(_c(L), fweights=L.tensor([1, 2, 1]),
                                                aweights=L.tensor([0.5, 1.0, 2.0]))),

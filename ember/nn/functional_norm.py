@@ -162,6 +162,12 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     `running_mean` / `running_var` (unbiased variance) with `momentum`. Eval: use the running
     statistics.
     """
+    if isinstance(input, Tensor) and input.dim() > 1:    # (torch's checks, in its order)
+        c = input.shape[1]
+        for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                        ("weight", weight), ("bias", bias)):
+            if isinstance(t, Tensor) and t.numel() != c:
+                raise RuntimeError(f"{name} should contain {c} elements not {t.numel()}")
     if not training and running_mean is not None and running_var is not None:
         out = _batch_norm_eval(input, running_mean, running_var, weight, bias, eps)
         if out is not None:

@@ -196,6 +196,17 @@ BAD = [
         0, L.tensor([0]), 256), "value cannot be converted to type uint8_t without overflow"),
     ("index_fill uint8 negative float", lambda L, F: L.ones(3, dtype=L.uint8).index_fill(
         0, L.tensor([0]), -1.5), "value cannot be converted to type uint8_t without overflow"),
+    ("batch_norm running_mean size", lambda L, F: F.batch_norm(
+        _x(L), L.zeros(4), L.ones(4)), "running_mean should contain 3 elements not 4"),
+    ("batch_norm running_var size", lambda L, F: F.batch_norm(
+        _x(L), L.zeros(3), L.ones(4)), "running_var should contain 3 elements not 4"),
+    ("batch_norm weight size, training", lambda L, F: F.batch_norm(
+        _x(L), None, None, L.ones(4), training=True), "weight should contain 3 elements not 4"),
+    ("batch_norm bias size", lambda L, F: F.batch_norm(
+        _x(L, 2, 3, 5), L.zeros(3), L.ones(3), L.ones(3), L.ones(2)),
+     "bias should contain 3 elements not 2"),
+    ("BatchNorm1d channels", lambda L, F: L.nn.BatchNorm1d(4)(_x(L)),
+     "running_mean should contain 3 elements not 4"),
     ("searchsorted bool promoted", lambda L, F: L.searchsorted(L.tensor([False, True]), True),
      "\"searchsorted_out_cpu\" not implemented for 'Bool'"),
 ]

@@ -186,7 +186,20 @@ SOLVERS = {
                       r"innermost dimension of the input\.", T((10, 2), "float64"), [3])],
 }
 
+EIGEN_AND_STATE = {
+    "linalg_eig": [E("non-square", RE, r"linalg\.eig: A must be batches of square matrices, but "
+                     r"they are 2 by 3 matrices", x23),
+                   E("1-D input", RE, r"linalg\.eig: The input tensor A must have at least 2 "
+                     r"dimensions\.", x3)],
+    "linalg_eigvals": [E("non-square", RE, r"linalg\.eigvals: A must be batches of square "
+                         r"matrices, but they are 2 by 3 matrices", x23)],
+    "set_rng_state": [E("str state", TE, r"torch\.ByteTensor", "a"),
+                      E("float state", TE, r"torch\.ByteTensor", x3)],
+    "get_device": [E("str input", TE, r"get_device\(\): argument 'input' \(position 1\) "
+                     r"must be Tensor, not str", "a")],
+}
+
 MISC = {}
-for _table in (POINTWISE, LOSSES, CONSTRUCTORS, SHAPES, SOLVERS):
+for _table in (POINTWISE, LOSSES, CONSTRUCTORS, SHAPES, SOLVERS, EIGEN_AND_STATE):
     for _k, _v in _table.items():
         MISC[_k] = MISC.get(_k, []) + _v

@@ -36,7 +36,7 @@ KNOWN = {
 
 # the coverage floor (ops with error inputs, cases): raise it as entries are added, so the
 # tables cannot shrink unnoticed
-MIN_OPS, MIN_CASES = 487, 848
+MIN_OPS, MIN_CASES = 492, 856
 
 NAMES = error_names()
 

@@ -179,10 +179,8 @@ def make_pointwise(op):
     defaults = op.attrs
 
     # result dtype when every input is a tensor of dtype `d` and the kernel may run as-is
-    # (an op with a precheck has no fast path: the check must see every call, polygamma's
-    # default n=0 on complex input included)
     fast_dtype = {}
-    for d in D.ALL if precheck is None else ():
+    for d in D.ALL:
         if d.np is None:
             continue
         try:

@@ -48,8 +48,17 @@ add = defpw("add", np.add, _add_kernel, attrs={"alpha": 1}, precheck=_check_alph
             lower=Lower("(({T})({a} + {b}))"),
             grads={"self": lambda g: g, "other": lambda g, alpha: g if alpha == 1 else g * alpha},
             onnx=_ox.add)
-sub = defpw("sub", None, _sub_kernel, attrs={"alpha": 1}, names=("sub", "subtract"),
-            lower=Lower("(({T})({a} - {b}))"),
+def _rule_sub(dt, name):
+    # (a bool result dtype is refused here too, so two bool tensors stay off the fast path,
+    # which skips the precheck: they reach it, and its message)
+    if dt is D.bool_:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    return rule_promote(dt, name)
+
+
+sub = defpw("sub", np.subtract, _sub_kernel, attrs={"alpha": 1}, names=("sub", "subtract"),
+            lower=Lower("(({T})({a} - {b}))"), rule=_rule_sub,
             precheck=_check_sub,
             grads={"self": lambda g: g, "other": lambda g, alpha: -g if alpha == 1 else g * -alpha},
             onnx=_ox.sub)

@@ -115,7 +115,9 @@ digamma = _unary("digamma", None, lambda g, self: g * _polygamma_op(self, n=1),
 _polygamma_op = _unary("polygamma", None,
                        lambda g, self, n: g * _polygamma_op(self, n=n + 1),
                        kernel=_polygamma_kernel, attrs={"n": 0}, function=False,
-                       precheck=_check_polygamma)
+                       precheck=_check_polygamma, rule=real("polygamma", half=False))
+# (the rule keeps complex input off the fast path, which skips the precheck when n is the
+# default 0: the precheck then names the kernel of each order, digamma's for n=0)
 
 
 def polygamma(n, input, *, out=None):

@@ -43,6 +43,7 @@ from . import fft  # noqa: F401,E402  (ember.fft: torch.fft's transforms)
 from .ops import registry as _registry
 from .ops.random import Generator, default_generator  # noqa: F401
 from . import cuda  # noqa: F401
+from . import random  # noqa: F401,E402  (ember.random: torch.random's namespace, fork_rng)
 from . import cpu  # noqa: F401  (ember.cpu: torch.cpu's device-agnostic helpers)
 from . import backends  # noqa: F401,E402
 from .backends import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: F401,E402

@@ -28,7 +28,7 @@ LAYERS = [
                                     "ember.autograd.graph_dot", "ember.autograd.views",
                                     "ember.autograd.anomaly")),
     ("dispatch", ("ember.dispatch", "ember.dispatch_args")),
-    ("ops", ("ember.ops", "ember.linalg", "ember.special", "ember.fft",
+    ("ops", ("ember.ops", "ember.linalg", "ember.special", "ember.fft", "ember.random",
              "ember.return_types")),
     ("autograd engine / Function / functional / gradcheck", ("ember.autograd",)),
     ("amp, profiler, func, memory", ("ember.amp", "ember.profiler", "ember.func",

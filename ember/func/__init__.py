@@ -15,7 +15,7 @@ Example::
 from .vmap import vmap
 from .transforms import grad, grad_and_value, vjp, jacrev
 from .forward import jvp, jacfwd, hessian, linearize
-from .functional_call import functional_call, stack_module_state
+from .functional_call import functional_call, stack_module_state, replace_all_batch_norm_modules_
 from ..autograd import functional as _autograd_functional
 from . import autograd_functional as _vectorized
 
@@ -24,4 +24,4 @@ from . import autograd_functional as _vectorized
 _autograd_functional.VECTORIZED = _vectorized
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
-           "hessian", "functional_call", "stack_module_state"]
+           "hessian", "functional_call", "stack_module_state", "replace_all_batch_norm_modules_"]

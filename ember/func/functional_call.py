@@ -196,3 +196,22 @@ def stack_module_state(models):
     buffers = {name: stack([bs[name].detach() for bs in all_buffers])
                for name, b in first.named_buffers() if isinstance(b, Tensor)}
     return params, buffers
+
+
+def replace_all_batch_norm_modules_(root):
+    """Make every batch-norm module in `root` use batch statistics only, in place (no running
+    mean/var, ``track_running_stats=False``), so that ``vmap`` over a model does not write
+    one running statistic from many samples; returns `root`.
+
+    >>> replace_all_batch_norm_modules_(model) is model
+    True
+    """
+    for m in root.modules():
+        # (duck-typed: ember.nn sits above ember.func; a batch norm is what has these three)
+        if all(hasattr(m, a) for a in ("running_mean", "running_var", "track_running_stats")):
+            m.running_mean = None
+            m.running_var = None
+            if hasattr(m, "num_batches_tracked"):
+                m.num_batches_tracked = None
+            m.track_running_stats = False
+    return root

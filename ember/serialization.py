@@ -247,6 +247,60 @@ _ALLOWED.update({("torch", d.name): d for d in D.ALL if d.np is not None})
 _ALLOWED.update({("torch", k): v for k, v in D._ALIASES.items()})
 
 
+# ---- the caller's allowlist (torch.serialization's add_safe_globals / safe_globals) ----
+# classes and functions a weights_only load may build besides tensors and containers: a
+# whole pickled Module needs its classes here. Entries are objects, or (object, "module.name")
+# pairs naming where the file says it lives.
+_SAFE_GLOBALS = []
+
+
+def add_safe_globals(safe_globals):
+    """Allow ``load(weights_only=True)`` to build these classes/functions (a list of objects
+    or ``(object, "module.name")`` pairs), for the rest of the process.
+
+    >>> ember.serialization.add_safe_globals([MyModel])
+    """
+    _SAFE_GLOBALS.extend(list(safe_globals))
+
+
+def get_safe_globals():
+    """The objects `add_safe_globals` and `safe_globals` allow now, in the order given."""
+    return list(_SAFE_GLOBALS)
+
+
+def clear_safe_globals():
+    """Forget every object `add_safe_globals` allowed."""
+    _SAFE_GLOBALS.clear()
+
+
+class safe_globals:
+    """``with ember.serialization.safe_globals([MyModel, nn.Linear]): ember.load(f)``: the
+    objects are allowed inside the block only."""
+
+    def __init__(self, safe_globals):
+        self.safe_globals = safe_globals
+
+    def __enter__(self):
+        self._before = list(_SAFE_GLOBALS)
+        add_safe_globals(self.safe_globals)
+
+    def __exit__(self, *exc):
+        _SAFE_GLOBALS[:] = self._before
+        return False
+
+
+def _safe_global(module, name):
+    """The caller-allowed object the file calls `module.name`, or None."""
+    want = f"{module}.{name}"
+    for entry in _SAFE_GLOBALS:
+        if isinstance(entry, tuple) and len(entry) == 2 and entry[1] == want:
+            return entry[0]
+        if not isinstance(entry, tuple) and f"{getattr(entry, '__module__', None)}." \
+                f"{getattr(entry, '__qualname__', None)}" == want:
+            return entry
+    return None
+
+
 class _Unpickler(pickle.Unpickler):
     def __init__(self, fh, read_storage, weights_only):
         super().__init__(fh)
@@ -256,6 +310,8 @@ class _Unpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         builder = _ALLOWED.get((module, name))
+        if builder is None and _SAFE_GLOBALS:
+            builder = _safe_global(module, name)
         if builder is not None:
             return builder
         if not self._weights_only and not module.split(".")[0] == "torch":
@@ -264,7 +320,9 @@ class _Unpickler(pickle.Unpickler):
             f"Weights only load failed: the file asks for the global '{module}.{name}', which "
             "is not an allowed type. ember.load(weights_only=True) only builds tensors, "
             "containers, numbers and strings; if (and only if) you trust the file, pass "
-            "weights_only=False.")
+            "weights_only=False, or allow the global with "
+            f"ember.serialization.add_safe_globals([{module}.{name}]) or the "
+            "ember.serialization.safe_globals([...]) context manager.")
 
     def persistent_load(self, pid):
         if not (isinstance(pid, tuple) and len(pid) == 5 and pid[0] == "storage"):

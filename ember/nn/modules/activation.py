@@ -301,3 +301,8 @@ class LogSoftmax(_SoftmaxBase):
 class Softmin(_SoftmaxBase):
     """Softmin over `dim`."""
     _fn = F.softmin
+
+
+# (torch.nn.modules.activation's name for it: code names the class there, as the
+# weights_only allowlists of checkpoints do)
+from .activation_attention import MultiheadAttention  # noqa: E402,F401

@@ -10,12 +10,8 @@ from ...ops.creation import empty
 from .. import init
 from ..functional_attention import multi_head_attention_forward
 from ..parameter import Parameter
-from .linear import Linear
+from .linear import NonDynamicallyQuantizableLinear
 from .module import Module
-
-
-class NonDynamicallyQuantizableLinear(Linear):
-    """A Linear (the name PyTorch gives MultiheadAttention's output projection)."""
 
 
 class MultiheadAttention(Module):

@@ -57,6 +57,11 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+class NonDynamicallyQuantizableLinear(Linear):
+    """A Linear (the name PyTorch gives MultiheadAttention's output projection; it lives in
+    torch.nn.modules.linear, so a checkpoint's allowlist can name it there)."""
+
+
 class Bilinear(Module):
     """``y[k] = x1 @ weight[k] @ x2 + bias[k]`` with weight (out, in1, in2).
 

@@ -58,7 +58,8 @@ def test_add_get_and_clear_safe_globals(lib, cls, tmp_path):
     finally:
         s.clear_safe_globals()
         s.add_safe_globals(before)
-    assert s.get_safe_globals() == before
+    now = s.get_safe_globals()
+    assert cls not in now and all(b in now for b in before)   # (torch may add its own)
 
 
 def test_module_paths_torch_code_names():

@@ -118,6 +118,22 @@ def checked_scalar(x, dt):
     raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without overflow")
 
 
+def fill_scalar(value, dt):
+    """A Python fill value as torch's full converts it: a Scalar (ints up to 2**64 - 1) that
+    must fit `dt` (RuntimeError "value cannot be converted to type int64_t without
+    overflow"); a negative int wraps into an unsigned dtype."""
+    if isinstance(value, Tensor) or not isinstance(value, (int, float, complex)):
+        return value
+    if type(value) is int and not -2 ** 63 <= value < 2 ** 64:   # (torch's parser)
+        raise OverflowError("int too big to convert" if value > 0 else
+                            "can't convert negative int to unsigned")
+    v = checked_scalar(value, dt)
+    if type(v) is int and v < 0 and not dt.is_floating_point and not dt.is_complex and \
+            np.iinfo(dt.np).min == 0:
+        v %= 1 << (8 * np.dtype(dt.np).itemsize)
+    return v
+
+
 CPP_TYPES = D.CPP_TYPES
 
 

@@ -29,6 +29,13 @@ def argument_error(op, fn, args, kwargs, exc=None):
     for v in list(args) + list(kwargs.values()):
         for k, x in enumerate(v if isinstance(v, (list, tuple)) else (v,)):
             if type(x) is int and not _INT64[0] <= x <= _INT64[1]:
+                if _holds(OWN_RANGE_CHECK, op, fn, args, kwargs, v):
+                    return None    # (the op raises torch's error for it itself)
+                if _holds(UINT64_SCALARS, op, fn, args, kwargs, v):
+                    if 0 <= x < 2 ** 64:
+                        return None    # (a Scalar holds it: the op's own error is torch's)
+                    return OverflowError("int too big to convert" if x > 0 else
+                                         "can't convert negative int to unsigned")
                 if hasattr(op, "inputs") and (isinstance(v, (list, tuple))
                                               or _in_varargs(fn, args, v)):
                     # one element of an int list (a size): the parser says so, as TypeError
@@ -41,6 +48,8 @@ def argument_error(op, fn, args, kwargs, exc=None):
                                          f"pos {k + 1} with error \"Overflow when unpacking "
                                          f"long long\"")
                 return ValueError("Overflow when unpacking long long")
+    if getattr(op, "name", op) in OWN_TYPE_CHECK:
+        return None    # (the op raises torch's error for a non-tensor itself)
     if not hasattr(op, "inputs") or python_level(op.name, args, kwargs):
         # (a seam named by a string: nn functions' own seams; or torch's function is Python)
         return None if exc is None else internal_error(op, fn, args, kwargs, exc)
@@ -72,6 +81,26 @@ def argument_error(op, fn, args, kwargs, exc=None):
         return TypeError(f"{op.name}(): argument '{name}'{where} must be {what}, not "
                          f"{type(value).__name__}")
     return None if exc is None else internal_error(op, fn, args, kwargs, exc)
+
+
+# Scalar parameters (torch's parser takes an int up to 2**64 - 1 there, as uint64; the
+# op's own check then speaks: "value cannot be converted to type int64_t without overflow",
+# "linalg.cond got an invalid norm type: 9.22337e+18"), by op: filled by ember/ops/arg_facts.py
+UINT64_SCALARS = {}
+# int parameters whose range the op checks itself, with torch's error (torch.norm's dim,
+# which torch's Python hands on as a list, to linalg's norms): {op: names}
+OWN_RANGE_CHECK = {}
+# ops that answer a non-tensor argument themselves (torch's from_dlpack: a RuntimeError about
+# the capsule, from its C++ side, where a parser's TypeError would name the argument)
+OWN_TYPE_CHECK = set()
+
+
+def _holds(table, op, fn, args, kwargs, v):
+    """Whether argument value `v` fills one of table[op]'s parameters."""
+    names = table.get(getattr(op, "name", op))
+    if not names:
+        return False
+    return any(value is v and name in names for name, _, value in _bound(fn, args, kwargs))
 
 
 # what the seams catch and hand to `argument_error` (NotImplementedError is a RuntimeError)

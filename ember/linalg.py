@@ -17,7 +17,7 @@ import numpy as np
 
 from .core import dtype as D
 from .core import strides as S
-from .core.tensor import Tensor
+from .core.tensor import Tensor, contiguous_format
 from .dispatch import wrap, torch_name, not_implemented
 from .dispatch_args import int_arg, tensor_args
 from .return_types import _make
@@ -236,9 +236,19 @@ def _torch_svd(input, some=True, compute_uv=True, *, out=None):
 
 
 def _torch_cholesky(input, upper=False, *, out=None):
-    if isinstance(input, Tensor) and not (input.dtype.is_floating_point or
-                                          input.dtype.is_complex):
-        raise not_implemented("cholesky_cpu", input.dtype)   # (torch.cholesky: the kernel's)
+    # torch.cholesky returns an empty input (any shape, any dtype) before checking it, then
+    # checks the matrix shape ("cholesky: ..."), then its kernel refuses the dtype
+    if isinstance(input, Tensor):
+        if input.numel() == 0:
+            return _out(input.clone(memory_format=contiguous_format), out)
+        if input.dim() < 2:
+            raise RuntimeError("cholesky: The input tensor A must have at least 2 dimensions.")
+        if input.shape[-1] != input.shape[-2]:
+            raise RuntimeError(f"cholesky: A must be batches of square matrices, but they are "
+                               f"{input.shape[-2]} by {input.shape[-1]} matrices")
+        if not input.dtype.is_floating_point and not input.dtype.is_complex or \
+                input.dtype in (D.float16, D.bfloat16):
+            raise not_implemented("cholesky_cpu", input.dtype)
     return cholesky(input, upper=upper, out=out)
 
 

@@ -69,7 +69,7 @@ def rfft(input, n=None, dim=-1, norm=None, *, out=None):
 
 def irfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The inverse of rfft: a real signal of length `n` (default 2 * (m - 1))."""
-    dims, _ = _s.dims_1d(input, None, dim)
+    dims, _ = _s.dims_1d(input, 1, dim)    # (the dim only: c2r checks the output length)
     n = None if n is None else _int_arg(n, "fft_irfft", "n", 2)
     return _out(_s.c2r(input, dims, (n,), norm, "irfft"), out)
 
@@ -108,7 +108,7 @@ def _irfftn_dims(input, s, dim):
 # ---- Hermitian: hfft is irfft of the conjugate (scaled the other way), ihfft the reverse ----
 def hfft(input, n=None, dim=-1, norm=None, *, out=None):
     """The FFT of a Hermitian-symmetric signal given by its first half: real, length `n`."""
-    dims, _ = _s.dims_1d(input, None, dim)
+    dims, _ = _s.dims_1d(input, 1, dim)    # (the dim only: c2r checks the output length)
     n = None if n is None else _int_arg(n, "fft_hfft", "n", 2)
     x = _s.as_float(input, "hfft").conj()
     return _out(_s.c2r(x, dims, (n,), _swap(norm), "hfft"), out)

@@ -103,10 +103,18 @@ binary_cross_entropy_with_logits = _composition(
 
 
 # ---- regression ----
-def _pointwise_loss(fn, input, target, size_average, reduce, reduction):
+def _pointwise_loss(fn, input, target, size_average, reduce, reduction, bool_ok=True):
     reduction = _legacy_reduction(size_average, reduce, reduction)
     input, target = _check_same_size(input, target)
     (input, target), dt = _up(input, target)
+    if bool_ok and isinstance(input, Tensor) and isinstance(target, Tensor) and \
+            (input.dtype.name == "bool") != (target.dtype.name == "bool"):
+        # torch's loss kernels subtract in the promoted dtype, where one bool operand is no
+        # error (the `-` operator refuses a bool; l1_loss, torch's composition, uses it)
+        if input.dtype.name == "bool":
+            input = input.to(target.dtype)
+        else:
+            target = target.to(input.dtype)
     return _down(_reduce(fn(input - target), reduction), dt)
 
 
@@ -124,8 +132,9 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     """``|input - target|``, reduced."""
     if weight is not None:
         return _pointwise_loss(lambda d: d.abs() * weight, input, target, size_average, reduce,
-                               reduction)
-    return _pointwise_loss(lambda d: d.abs(), input, target, size_average, reduce, reduction)
+                               reduction, bool_ok=False)
+    return _pointwise_loss(lambda d: d.abs(), input, target, size_average, reduce, reduction,
+                           bool_ok=False)
 l1_loss = _composition("l1_loss", l1_loss, amp=_FP32)
 
 

@@ -542,6 +542,11 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
         if s < 0:
             raise ValueError(f"max_unpooling: output_size must contain non-negative spatial "
                              f"dimensions, but got output_size[{i}]={s}")
+    for i, s in enumerate(size):     # (then torch's parser of the C++ kernel's int list; 1-D
+        if s >= 2 ** 63:             # unpooling is max_unpool2d's there)
+            raise TypeError(f"max_unpool{max(nd, 2)}d(): argument 'output_size' failed to "
+                            f"unpack the object at pos {i + 1} with error \"Overflow when "
+                            f"unpacking long long\"")
     if ind.shape != x.shape:
         raise RuntimeError(f"Expected shape of indices to be same as that of the input tensor "
                            f"({list(x.shape)}) but got indices tensor with shape: "

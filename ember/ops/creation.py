@@ -19,7 +19,7 @@ from ..core import strides as S
 from ..core import tensor as _tensor_module
 from ..core import memory_stats
 from numpy.lib.stride_tricks import as_strided as _as_strided
-from ..dispatch import wrap
+from ..dispatch import wrap, fill_scalar
 from ..dispatch_args import int_arg, bounds_args
 from ..autograd.grad_mode import state
 from .registry import OpDef, CREATION, register, register_each, METHODS, OPS
@@ -216,6 +216,10 @@ def from_dlpack(ext):
         return ext
     if type(ext).__name__ == "PyCapsule":     # a capsule from to_dlpack (a CPU tensor's)
         ext = _Capsule(ext)
+    elif not hasattr(ext, "__dlpack__"):      # (torch hands anything else to its C++ side)
+        raise RuntimeError("from_dlpack received an invalid capsule. Note that DLTensor "
+                           "capsules can be consumed only once, so you might have already "
+                           "constructed a tensor from it once.")
     return from_numpy(np.from_dlpack(ext))
 
 
@@ -327,8 +331,9 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False, out=
     shape = _size_args((size,) if isinstance(size, int) else (tuple(size),))
     if on_meta(device):
         return meta_factory(shape, dt, requires_grad)
-    arr = np.full(shape, fill_value, dtype=dt.np)
+    arr = np.full(shape, fill_scalar(fill_value, dt), dtype=dt.np)
     return _finish(arr, dt, requires_grad, device)
+
 
 
 # ---- memory layouts of copies (clone, *_like, contiguous) ----
@@ -423,6 +428,8 @@ def full_like(input, fill_value, *, dtype=None, layout=None, device=None, requir
     if fill_value is None or isinstance(fill_value, (str, list, tuple, dict)):
         raise TypeError(f"full_like(): argument 'fill_value' (position 2) must be Number, not "
                         f"{type(fill_value).__name__}")
+    fill_value = fill_scalar(fill_value, D.to_dtype(dtype) if dtype is not None
+                              else input.dtype)
     return _like(input, dtype, fill_value, requires_grad, memory_format, device)
 
 
@@ -444,6 +451,12 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     if dtype is None:
         dtype = D.get_default_dtype() if any(isinstance(v, float) for v in vals) else D.int64
     dt = D.to_dtype(dtype)
+    if any(type(v) is int and not -2 ** 63 <= v < 2 ** 63 for v in vals) and \
+            not dt.is_floating_point:    # (a uint64 Scalar: the sign check, then int64's)
+        if (step > 0 and start > end) or (step < 0 and start < end):
+            raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+        raise RuntimeError(f"value cannot be converted to type {D.CPP_TYPES[dt.name]} without "
+                           f"overflow")
     if dt is D.int64:  # PyTorch truncates each bound to int64 first (other dtypes: below)
         start, end, step = int(start), int(end), int(step)
         if step == 0:

@@ -107,6 +107,11 @@ def einsum(equation, *operands):
     repeated subscripts (diagonals). Operands come as varargs or as one list."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
+    if len(operands) == 2 and operands[0].dtype is not operands[1].dtype and \
+            not (operands[0].numel() and operands[1].numel()):
+        # (torch's product of an empty pair is zeros of the second operand's dtype: no
+        # kernel runs, so no dtype check)
+        operands = (operands[0].to(operands[1].dtype), operands[1])
     for t in operands[1:]:
         if t.dtype is not operands[0].dtype:
             raise RuntimeError(f"expected scalar type {torch_name(operands[0].dtype)} but found "
@@ -352,11 +357,7 @@ def _cross(a, b, dim):
 
 def linalg_cross(input, other, *, dim=-1, out=None):
     """Cross product of 3-vectors along `dim`, broadcasting the other dims."""
-    if input.dtype is not other.dtype:
-        raise RuntimeError(f"expected scalar type {torch_name(input.dtype)} but found "
-                           f"{torch_name(other.dtype)}")
-    if input.dtype is D.bool_:      # (torch's kernel has no bool loop)
-        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    # torch's order: the shapes, then a bool input's kernel, then the dtypes
     if input.dim() != other.dim():
         raise RuntimeError(f"linalg.cross: inputs must have the same number of dimensions.")
     shape = S.broadcast_shapes(input._data.shape, other._data.shape)
@@ -364,6 +365,11 @@ def linalg_cross(input, other, *, dim=-1, out=None):
     if input.shape[d] != 3 or other.shape[d] != 3:
         raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
                            f"{input.shape[d]} and {other.shape[d]}")
+    if input.dtype is D.bool_:      # (torch's kernel has no bool loop)
+        raise NotImplementedError("\"cross\" not implemented for 'Bool'")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"expected scalar type {torch_name(input.dtype)} but found "
+                           f"{torch_name(other.dtype)}")
     return _out(_cross(input, other, d), out)
 
 

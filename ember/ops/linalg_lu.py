@@ -34,7 +34,7 @@ def _each(a, fn, *outs):
     if is_meta_array(a):    # (LAPACK would read the meta mapping's zeros): callers catch it
         raise MetaData("a LAPACK factorization of a meta tensor")
     batch = a.shape[:-2]
-    flat = a.reshape((-1,) + a.shape[-2:])
+    flat = a.reshape((int(np.prod(batch)),) + a.shape[-2:])   # (-1 is ambiguous at size 0)
     res = [fn(m) for m in flat]
     if not res:
         return tuple(np.zeros(batch + s, d) for s, d in outs)
@@ -109,10 +109,11 @@ def lu_factor_ex(A, *, pivot=True, check_errors=False, out=None,
     1-based index of the first zero pivot of each matrix (0 when nonsingular)."""
     tensor_args("linalg_lu_factor" if _name == "torch.linalg.lu_factor" else
                 "linalg_lu_factor_ex", ("A", 1, A))
-    _check_float("torch.linalg.lu_factor_ex", A, "lu_cpu", ints=True)
     if A.dim() < 2:
         raise RuntimeError("torch.lu_factor: Expected tensor with 2 or more "
                            f"dimensions. Got size: {list(A.shape)} instead")
+    if A.numel():    # (torch runs no kernel on an empty A: any dtype gives empty factors)
+        _check_float("torch.linalg.lu_factor_ex", A, "lu_cpu", ints=True)
     _check_pivot("linalg.lu_factor", pivot)
     lu, piv, info = _getrf_any(A._data)
     pivots = wrap(piv, D.int32)
@@ -200,10 +201,11 @@ def lu(A, *, pivot=True, out=None):
     tensor([[3.0000, 4.0000],
             [0.0000, 0.6667]])
     """
-    _check_float("linalg.lu", A, "lu_cpu", ints=True)
     if A.dim() < 2:
         raise RuntimeError("linalg.lu: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(A.shape)} instead")
+    if A.numel():    # (as lu_factor_ex: an empty A of any dtype factors)
+        _check_float("linalg.lu", A, "lu_cpu", ints=True)
     _check_pivot("linalg.lu", pivot)
     lu_, piv, _ = _getrf_any(A._data)
     P, L, U = lu_unpack(wrap(lu_, A.dtype), wrap(piv, D.int32))

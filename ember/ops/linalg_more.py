@@ -137,7 +137,6 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
             [1.]])
     """
     name = "linalg.solve_triangular"
-    _check_float(name, A, "triangular_solve_cpu", ints=True)
     for t, w in ((A, "A"), (B, "B")):
         if t.dim() < 2:
             raise RuntimeError(f"{name}: The input tensor {w} must have at least 2 dimensions.")
@@ -149,7 +148,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False, out=None):
         eq = "AX = B" if left else "XA = B"
         raise RuntimeError(f"{name}: Incompatible shapes of A and B for the equation {eq} "
                            f"({n}x{n} and {B.shape[-2]}x{B.shape[-1]})")
-    S.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+    S.broadcast_shapes(B.shape[:-2], A.shape[:-2])    # (torch's order in its message)
+    _check_float(name, A, "triangular_solve_cpu", ints=True)   # (after the shapes, as torch)
     dt = D.promote_types(A.dtype, B.dtype)
     a, b = A._data.astype(dt.np, copy=False), B._data.astype(dt.np, copy=False)
     try:
@@ -292,8 +292,7 @@ def geqrf(input, *, out=None):
         return geqrf_t(wrap(M.out_array(a.shape, a.dtype, input, strides=st), input.dtype),
                        wrap(M.out_array(a.shape[:-2] + (k,), a.dtype, input), input.dtype))
     fn = getattr(scipy_linalg("geqrf").lapack, ("s" if a.dtype == np.float32 else "d") + "geqrf")
-    flat = a.reshape((-1, m, n))
-    res = [fn(mat)[:2] for mat in flat] if a.size else []
+    res = [fn(mat)[:2] for mat in a.reshape((-1, m, n))] if a.size else []
     qr = np.stack([r[0] for r in res]).reshape(a.shape) if res else a.copy()
     tau = np.stack([r[1] for r in res]).reshape(a.shape[:-2] + (k,)) if res else \
         np.zeros(a.shape[:-2] + (k,), a.dtype)
@@ -350,18 +349,45 @@ def _mnorm(A, p):
     return s.amax(-1) if p > 0 else s.amin(-1)
 
 
+_COND_ORDS = (2, -2, 1, -1, float("inf"), -float("inf"))
+
+
+def _cond_name(p):
+    """torch's "linalg.cond(ord=...)" spelling of a number `p` (C++ std::to_string)."""
+    if isinstance(p, float):
+        return "%f" % p if np.isfinite(p) else ("inf" if p > 0 else "-inf")
+    return str(int(p))
+
+
 def cond(A, p=None, *, out=None):
     """The condition number of each matrix in the norm `p` (None: 2, the ratio of extreme
-    singular values; 2, -2, 'fro', 'nuc', 1, -1, inf, -inf)."""
-    _check_float("linalg.cond", A)
-    if A.dim() < 2:
-        raise RuntimeError("linalg.cond: The input tensor A must have at least 2 dimensions.")
-    if p in (None, 2, -2):
+    singular values; 2, -2, 'fro', 'nuc', 1, -1, inf, -inf).
+
+    torch's order of checks: a str norm wants square matrices first, then a known name; a
+    number is checked first; an empty A then gives zeros (of its real dtype, whatever the
+    dtype: no kernel runs); then the svd's or inv's own dtype errors."""
+    tensor_args("linalg_cond", ("input", 1, A))
+    if isinstance(p, str):
+        M._square(f"linalg.cond(ord={p})", A)
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {p}")
+    else:
+        if A.dim() < 2:
+            raise RuntimeError("linalg.cond: The input tensor must have at least 2 dimensions.")
+        if p is not None and p not in _COND_ORDS:
+            raise RuntimeError(f"linalg.cond got an invalid norm type: {'%g' % float(p)}")
+    if A.numel() == 0:    # (NumPy has no condition number of a 0x0 matrix: torch says 0)
+        dt = D.float64 if A.dtype is D.complex128 else D.float32 if A.dtype.is_complex \
+            else A.dtype
+        return _out(wrap(np.zeros(tuple(A.shape[:-2]), dt.np), dt).to(A.device), out)
+    if p is None or p in (2, -2):
         s = _linalg("svdvals")(A)
         r = s[..., 0] / s[..., -1] if p != -2 else s[..., -1] / s[..., 0]
         return _out(r, out)
-    _check_square("linalg.cond", A)
-    return _out(_mnorm(A, p) * _mnorm(_linalg("inv")(A), p), out)
+    if not isinstance(p, str):
+        M._square(f"linalg.cond(ord={_cond_name(p)})", A)
+    Ainv = _linalg("inv")(A)    # (first: its dtype errors are torch's)
+    return _out(_mnorm(A, p) * _mnorm(Ainv, p), out)
 
 
 # ---- Cholesky-based solves, triangular_solve (torch's top-level forms) -------------------------
@@ -373,6 +399,9 @@ def cholesky_solve(B, L, upper=False, *, out=None):
         if isinstance(t, Tensor) and t.dim() < 2:
             raise RuntimeError(f"{n} should have at least 2 dimensions, but has {t.dim()} "
                                "dimensions instead")
+    if isinstance(B, Tensor) and isinstance(L, Tensor) and B.dtype is not L.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{torch_name(B.dtype)} and A of type {torch_name(L.dtype)} instead.")
     A = L.mT @ L if upper else L @ L.mT
     return _out(_linalg("solve")(A, B), out)
 
@@ -380,9 +409,9 @@ def cholesky_solve(B, L, upper=False, *, out=None):
 def cholesky_inverse(L, upper=False, *, out=None):
     """The inverse of L L^T (U^T U with upper=True) from its Cholesky factor."""
     tensor_args("cholesky_inverse", ("input", 1, L))
-    if L.dim() < 2:
-        raise RuntimeError("cholesky_inverse: The input tensor L must have at least 2 "
-                           "dimensions.")
+    M._square("cholesky_inverse", L)    # (then the kernel refuses the dtype)
+    if not L.dtype.is_floating_point or L.dtype in (D.float16, D.bfloat16):
+        raise not_implemented("cholesky_inverse_out_cpu", L.dtype)
     eye = wrap(np.broadcast_to(np.eye(L.shape[-1], dtype=L.dtype.np), L.shape).copy(),
                L.dtype).to(L.device)
     return _out(cholesky_solve(eye, L, upper), out)

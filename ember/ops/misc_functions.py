@@ -13,7 +13,7 @@ import numpy as np
 from ..core import dtype as D
 from ..core.strides import wrap_dim
 from ..core.tensor import Tensor
-from ..dispatch import wrap, torch_name
+from ..dispatch import wrap, torch_name, fill_scalar
 from ..dispatch_args import int_arg, tensor_args
 from ..return_types import _make
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, OPS, register
@@ -312,6 +312,8 @@ def scalar_tensor(s, *, dtype=None, layout=None, device=None, pin_memory=None,
             isinstance(s, Tensor) and s.dim() == 0):
         raise TypeError(f"scalar_tensor(): argument 's' (position 1) must be Number, not "
                         f"{type(s).__name__}")
+    if not isinstance(s, (Tensor, np.generic)):    # (a Scalar: torch's overflow checks)
+        s = fill_scalar(s, D.to_dtype(dtype or D.get_default_dtype()))
     t = F["tensor"](s, dtype=dtype or D.get_default_dtype(), device=device)
     return t.requires_grad_() if requires_grad else t
 
@@ -350,6 +352,9 @@ def inner(input, other, *, out=None):
 
 def dist(input, other, p=2):
     """The p-norm of input - other."""
+    if isinstance(p, (str, list, tuple, dict, type(None))):   # (torch's p is a Scalar)
+        raise TypeError(f"dist(): argument 'p' (position 3) must be Number, not "
+                        f"{type(p).__name__}")
     return F["norm"](input - other, p)
 
 
@@ -490,6 +495,9 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
     if isinstance(bins, (list, tuple)) and len(bins) != d:
         raise RuntimeError("histogramdd: The size of bins must be equal to the innermost "
                            "dimension of the input.")
+    if range is not None and len(range) != 2 * d:
+        raise RuntimeError(f"torch.histogramdd: for a {d}-dimensional histogram range should "
+                           f"have {2 * d} elements, but got {len(range)}")
     if isinstance(bins, (list, tuple)) and bins and isinstance(bins[0], Tensor):
         edges = [b._data for b in bins]
     else:

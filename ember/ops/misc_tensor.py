@@ -97,10 +97,12 @@ _INDEX_REDUCE = ("prod", "mean", "amax", "amin")
 def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None):
     """Reduce the slices of `source` into ``input``'s slices ``index`` along `dim`
     ("prod", "mean", "amax" or "amin"), optionally leaving input's own values out."""
-    dim = S.wrap_dim(dim, input.dim())
+    if type(dim) is not int:     # (the parser's TypeError first, then reduce, then the dim)
+        dim = int_arg(dim, "index_reduce", "dim", 2)
     if reduce not in _INDEX_REDUCE:
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
+    dim = S.wrap_dim(dim, input.dim())
     if index.dim() > 1:
         raise IndexError("index_reduce_(): Index is supposed to be a vector")
     if index.dtype not in (D.int64, D.int32):
@@ -115,6 +117,15 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=No
     if source.dim() and index.numel() != source.shape[d]:
         raise RuntimeError("index_reduce_(): Index should have dimension 1 or the same number "
                            "of elements as the dimension of source")
+    if index.numel() and input.dim() and type(index._data) is np.ndarray:
+        # (torch's kernel reads self's slices: its IndexErrors, not scatter_reduce's check;
+        # a meta or vmapped index has no values to check here)
+        n = input.shape[dim]
+        if n == 0:
+            raise IndexError(f"select(): index 0 out of range for tensor of size "
+                             f"{list(input.shape)} at dimension {dim}")
+        if (index._data < 0).any() or (index._data >= n).any():
+            raise IndexError("index out of range in self")
     shape = [1] * source.dim()
     if source.dim():
         shape[d] = -1

@@ -161,6 +161,13 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     'nuc' (over exactly two dims), as ``torch.norm`` routes to linalg.vector/matrix_norm."""
     if isinstance(dim, int):
         dim = (dim,)
+    if isinstance(dim, (list, tuple)) and any(type(d) is int and not -2 ** 63 <= d < 2 ** 63
+                                              for d in dim):
+        # (torch.norm is Python: it hands dim, as a list, to linalg's vector or matrix norm)
+        k = next(k for k, d in enumerate(dim) if not -2 ** 63 <= d < 2 ** 63)
+        which = "matrix" if p == "nuc" or (p == "fro" and len(dim) > 2) else "vector"
+        raise TypeError(f"linalg_{which}_norm(): argument 'dim' failed to unpack the object at "
+                        f"pos {k + 1} with error \"Overflow when unpacking long long\"")
     if isinstance(p, str):
         if p == "fro" and (dim is None or len(dim) <= 2):
             r = vector_norm(input, 2, dim, keepdim, dtype=dtype)

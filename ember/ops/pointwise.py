@@ -227,12 +227,43 @@ def clamp_(self, min=None, max=None):
     return _CLAMP_INPLACE(self, min, max)
 
 
+def _no_bound(name, what, method=False):
+    """torch's TypeError for clamp_min/clamp_max given None: their one bound is no
+    optional (clamp's own RuntimeError is for both bounds None)."""
+    if method:
+        return TypeError(f"{name}() received an invalid combination of arguments - got "
+                         f"(NoneType), but expected one of:\n * (Tensor {what})\n      didn't "
+                         f"match because some of the arguments have invalid types: "
+                         f"(!NoneType!)\n * (Number {what})\n      didn't match because some "
+                         f"of the arguments have invalid types: (!NoneType!)\n")
+    return TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                     f"NoneType), but expected one of:\n * (Tensor input, Tensor {what}, *, "
+                     f"Tensor out = None)\n * (Tensor input, Number {what}, *, Tensor out = "
+                     f"None)\n")
+
+
 def clamp_min(input, min):
+    if min is None:
+        raise _no_bound("clamp_min", "min")
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    if max is None:
+        raise _no_bound("clamp_max", "max")
     return clamp(input, max=max)
+
+
+def _clamp_min_(self, min):
+    if min is None:
+        raise _no_bound("clamp_min_", "min", method=True)
+    return clamp_(self, min=min)
+
+
+def _clamp_max_(self, max):
+    if max is None:
+        raise _no_bound("clamp_max_", "max", method=True)
+    return clamp_(self, max=max)
 
 
 _CLAMP_INPLACE = _METHODS.pop("_clamp_", None)
@@ -248,8 +279,8 @@ clamp_min = register(OpDef("clamp_min", POINTWISE,
                            onnx=_ox.clamp_min), clamp_min)
 clamp_max = register(OpDef("clamp_max", POINTWISE,
                            onnx=_ox.clamp_max), clamp_max)
-_METHODS["clamp_min_"] = lambda self, min: clamp_(self, min=min)
-_METHODS["clamp_max_"] = lambda self, max: clamp_(self, max=max)
+_METHODS["clamp_min_"] = _clamp_min_
+_METHODS["clamp_max_"] = _clamp_max_
 
 
 def masked_fill(input, mask, value):

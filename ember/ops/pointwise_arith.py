@@ -7,6 +7,7 @@ import numpy as np
 
 from . import onnx_rules as _ox  # the ONNX mappings of the OpDefs here
 from ..core import dtype as D
+from ..core import strides as S
 from ..dispatch import rule_float, rule_promote, not_implemented, checked_scalar, broadcast_error
 from .registry import OpDef, POINTWISE, register, op_for, METHODS as _METHODS
 from .lowering import Lower, NO_INT, COSTLY
@@ -284,6 +285,7 @@ CPP_NAMES = D.CPP_NAMES
 def _check_lerp(values, metas, dt, attrs):
     # no promotion between input and end (or a weight with dims); a 0-dim weight may differ
     (d0, _), (d1, _), (d2, c2) = metas
+    S.broadcast_shapes(*[v.shape for v in values if hasattr(v, "shape")])   # (torch's first)
     for what, d in (("end", d1), ("weight", d2 if c2 == 0 else d0)):
         if d is not d0:
             raise RuntimeError(f"expected dtype {CPP_NAMES[d0.name]} for `{what}` but got dtype "

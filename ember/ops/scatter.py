@@ -136,6 +136,13 @@ def index_select(input, dim, index, *, out=None):
     if input.dim() == 0 and idx.size != 1:
         raise RuntimeError("index_select(): Index to scalar can have only 1 value, got "
                            f"{idx.size} value(s)")
+    if idx.size and not a.size:    # (torch's kernel for an empty self checks its own way)
+        if a.shape[d] == 0:
+            raise RuntimeError("index_select(): self indexing axis dim should be positive")
+        bad = (idx < 0) | (idx >= a.shape[d])
+        if bad.any():
+            raise RuntimeError(f"INDICES element is out of DATA bounds, id="
+                               f"{idx[np.argmax(bad)]} axis_dim={a.shape[d]}")
     if idx.size and (idx.min() < 0 or idx.max() >= a.shape[d]):
         raise IndexError("index out of range in self")
     r = np.take(a, idx, axis=d)
@@ -217,12 +224,38 @@ _INDEX_COPY = Derivative("index_copy", inputs=("self", "source"),
 
 def index_copy(input, dim, index, source):
     """`input` with the slices at `index` along `dim` replaced by `source`'s slices."""
+    d = _wrap_dim(dim, input)
+    # torch's checks, in its order: the index's and source's dims (IndexError), the dtypes,
+    # the slice shapes, the number of indices (IndexError)
+    if index.dim() > 1:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got "
+                         f"{index.dim()})")
+    n = index.numel()
+    if source.dim() == 0 and n != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
+                         f"(got {n})")
+    if source.dim() != input.dim() and source.dim() and input.dim():
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.dim()}), "
+                         f"destination dimensionality ({input.dim()})")
     if index.dtype is not D.int64:
         raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
                            f"{torch_name(index.dtype)}")
+    if input.dtype is not source.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {torch_name(input.dtype)} and (source) "
+                           f"{torch_name(source.dtype)}")
+    si, ss = list(input.shape), list(source.shape)
+    si, ss = si[:d] + si[d + 1:], ss[:d] + ss[d + 1:]   # (an empty list stays empty)
+    if si != ss:
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {' '.join(map(str, si))} at "
+                           f"dimension {d} and source slice shape: {' '.join(map(str, ss))} "
+                           f"at dimension 0.")
+    if source.dim() and n != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
+                         f"source.size(dim) ({source.shape[d]})")
     idx = _index_vector("index_copy", index)
-    d = _wrap_dim(dim, input)
-    _check_source("index_copy_", input, d, idx, source)
     a = _as1(input._data)
     _bounds(idx, a.shape[d], d, IndexError, "index_copy_(): ")
     r = a.copy()

@@ -48,6 +48,21 @@ def index_put(input, indices, values, accumulate=False):
     (advanced indexing); accumulate=True adds instead, duplicates included."""
     indices = tuple(indices)
     idx = _np_indices(indices)
+    if not accumulate and len(indices) == 1 and indices[0].dtype in (D.bool_, D.uint8) and \
+            values.numel() == 1 and indices[0].dim() <= input.dim():
+        # torch's kernel hands one mask and a one-element value to masked_fill_(mask,
+        # value.item()), which converts the value to input's dtype (no dtype check there)
+        # and refuses a uint8 mask
+        mask = indices[0]
+        for j in range(mask.dim()):
+            if mask.shape[j] != input.shape[j]:
+                raise IndexError(f"The shape of the mask {list(mask.shape)} at index {j} does "
+                                 f"not match the shape of the indexed tensor "
+                                 f"{list(input.shape)} at index {j}")
+        if mask.dtype is D.uint8:
+            raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with "
+                               "dtype unsigned char")
+        values = values.to(input.dtype)
     if values.dtype is not input.dtype:
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{torch_name(input.dtype)} for the destination and "

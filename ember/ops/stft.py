@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from ..core import dtype as D
+from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
 from ..dispatch_args import int_arg
 from .registry import OpDef, CREATION, COMPOSITE, register
@@ -151,9 +152,18 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     `input` is 1-D (a signal) or 2-D (a batch); frames start every `hop_length` samples
     (default n_fft // 4) and are multiplied by `window` (default ones), centred in n_fft.
     """
+    if n_fft is None and center:    # (torch's Python pads by int(n_fft // 2) first)
+        raise TypeError("unsupported operand type(s) for //: 'NoneType' and 'int'")
     integral = not (input.dtype.is_floating_point or input.dtype.is_complex)
     if integral and center and pad_mode == "reflect" and input.dtype is D.bool_:
         raise NotImplementedError("\"reflection_pad1d\" not implemented for 'Bool'")  # (torch's
+    if isinstance(n_fft, (bool, float)) or n_fft is None:
+        # (torch's Python stft hands n_fft to its C++ parser as given: no overload takes it)
+        got = (input, n_fft, hop_length, win_length, window, normalized, onesided,
+               return_complex, align_to_window)
+        raise TypeError("stft() received an invalid combination of arguments - got (" +
+                        ", ".join("Tensor" if isinstance(v, Tensor) else type(v).__name__
+                                  for v in got) + "), but expected one of:")
     if return_complex is None and not input.dtype.is_complex and \
             not (window is not None and window.dtype.is_complex):         # padding: first)
         raise RuntimeError("stft requires the return_complex parameter be given for real "

@@ -377,11 +377,29 @@ def tile(input, dims):
     return repeat(input, dims)
 
 
-def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+class _Counts:
+    """repeat_interleave's default `repeats`: the one-argument counts form (no overload takes
+    an explicit ``repeats=None``: torch's parser refuses it)."""
+    __slots__ = ()
+
+    def __repr__(self):
+        return "<counts form>"
+
+
+_COUNTS = _Counts()
+
+
+def repeat_interleave(input, repeats=_COUNTS, dim=None, *, output_size=None):
     """Repeat each element (along `dim`, or of the flattened tensor) `repeats` times; as an
     index_select, so its derivative sums the copies back (index_add). The Tensor method,
     as ops/scatter.py builds on this file."""
-    if repeats is None:   # repeat_interleave(counts): arange(len(counts)) repeated counts times
+    if repeats is None:
+        raise TypeError(f"repeat_interleave() received an invalid combination of arguments - "
+                        f"got ({type(input).__name__}, NoneType), but expected one of: * "
+                        f"(Tensor input, Tensor repeats, int dim = None, *, int output_size "
+                        f"= None) * (Tensor input, int repeats, int dim = None, *, int "
+                        f"output_size = None) * (Tensor repeats, *, int output_size = None)")
+    if repeats is _COUNTS:   # repeat_interleave(counts): arange(len(counts)) repeated counts times
         if input.dim() != 1:
             raise RuntimeError("repeat_interleave only accept 1D vector as repeat")
         reps = _check_repeats(input)

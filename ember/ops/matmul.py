@@ -222,6 +222,8 @@ def bmm(input, mat2, *, out=None):
     if tuple(mat2.shape[:2]) != (b, m):
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{b}, {m}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    if input.dtype is D.bool_:     # (torch's kernel has no bool loop: checked first)
+        raise NotImplementedError("\"bmm\" not implemented for 'Bool'")
     _same_dtype_scalar(input, mat2)
     return _out(_product(_BMM, input, mat2), out)
 

@@ -207,6 +207,13 @@ BAD = [
      "bias should contain 3 elements not 2"),
     ("BatchNorm1d channels", lambda L, F: L.nn.BatchNorm1d(4)(_x(L)),
      "running_mean should contain 3 elements not 4"),
+    ("bmm bool with double", lambda L, F: L.bmm(L.ones(2, 2, 2, dtype=L.bool),
+                                                 L.ones(2, 2, 2, dtype=L.float64)),
+     "\"bmm\" not implemented for 'Bool'"),
+    ("repeat_interleave(x, None)", lambda L, F: L.repeat_interleave(L.tensor([1, 2]), None),
+     "repeat_interleave() received an invalid combination of arguments"),
+    ("x.repeat_interleave(None)", lambda L, F: L.tensor([1, 2]).repeat_interleave(None),
+     "repeat_interleave() received an invalid combination of arguments"),
     ("searchsorted bool promoted", lambda L, F: L.searchsorted(L.tensor([False, True]), True),
      "\"searchsorted_out_cpu\" not implemented for 'Bool'"),
 ]
@@ -269,6 +276,7 @@ GOOD = [   # valid calls next to the refused ones: same values, dtype and shape 
         0, L.tensor([0, 2]), -255)),
     ("index_fill int8 truncates a float", lambda L, F: L.ones(3, dtype=L.int8).index_fill(
         0, L.tensor([1]), -3.7)),
+    ("repeat_interleave counts form", lambda L, F: L.repeat_interleave(L.tensor([1, 2, 0]))),
     ("cov complex", lambda L, F: L.cov(_c(L))),
     ("cov complex weighted", lambda L, F: L.cov(_c(L), fweights=L.tensor([1, 2, 1]),
                                                aweights=L.tensor([0.5, 1.0, 2.0]))),

@@ -266,6 +266,25 @@ def _invalid_combination(fname, args, kwargs):
     return f"{fname}() received an invalid combination of arguments - got ({', '.join(got)})"
 
 
+def is_int(value):
+    """Whether torch's parser takes `value` as an int: a Python or NumPy integer (anything
+    with ``__index__``), never a bool."""
+    return not isinstance(value, bool) and hasattr(value, "__index__")
+
+
+class Omitted:
+    """A default that tells an argument left out from one passed as None: torch has an
+    overload without the argument (max(x), eye(n), repeat_interleave(counts)) and none that
+    takes None there, so an explicit None is its parser's TypeError."""
+    __slots__ = ("what",)
+
+    def __init__(self, what):
+        self.what = what
+
+    def __repr__(self):
+        return f"<{self.what}>"
+
+
 def int_arg(value, fname, name, pos, what="int"):
     """`value` as torch's parser takes an int argument (argument `name`, at position `pos`,
     of `fname`): a Python or NumPy integer within int64. bool, float, None and others are

@@ -15,6 +15,7 @@ from ..core.meta import MetaArray as _MetaArray
 from ..core.tensor import empty_meta as _empty_meta
 from ..ops.creation import ones as _ones, tensor, zeros
 from ..dispatch import not_implemented as _not_implemented, wrap, with_mode_seam
+from ..dispatch_args import is_int
 from ..ops.pointwise import where as _where
 from ..ops.batch_rules import fold_batch as _fold_batch
 from ..ops.matmul import record_fn
@@ -376,14 +377,13 @@ def _adaptive_sizes(nd, name, input, output_size):
                            f"{list(input.shape)}")
     where = f"{name}(): argument 'output_size' (position 2) must be tuple of ints"
     if not isinstance(output_size, (list, tuple)):
-        if output_size is None or isinstance(output_size, bool) or not hasattr(
-                output_size, "__index__") or (nd > 1 and hasattr(output_size, "dtype")):
+        if not is_int(output_size) or (nd > 1 and hasattr(output_size, "dtype")):
             # (torch's parser refuses; beyond 1-D its Python code takes len() of a tensor)
             raise TypeError(f"{where}, not {type(output_size).__name__}")
         output_size = (output_size,) * nd
     for k, o in enumerate(output_size):    # (None keeps that size, beyond 1-D)
         if (o is None and nd == 1) or (o is not None and (
-                isinstance(o, bool) or not hasattr(o, "__index__"))):
+                not is_int(o))):
             raise TypeError(f"{where}, but found element of type {type(o).__name__} at pos {k}")
     if len(output_size) != nd:
         raise RuntimeError(f"{name}: output_size must be {nd}")

@@ -20,7 +20,7 @@ from ..core import tensor as _tensor_module
 from ..core import memory_stats
 from numpy.lib.stride_tricks import as_strided as _as_strided
 from ..dispatch import wrap, fill_scalar
-from ..dispatch_args import int_arg, bounds_args
+from ..dispatch_args import int_arg, bounds_args, is_int, Omitted
 from ..autograd.grad_mode import state
 from .registry import OpDef, CREATION, register, register_each, METHODS, OPS
 
@@ -533,15 +533,7 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     return _finish(arr.astype(dt.np), dt, requires_grad, device)
 
 
-class _Square:
-    """eye's default `m` (square): torch has an overload without m, none taking m=None."""
-    __slots__ = ()
-
-    def __repr__(self):
-        return "n"
-
-
-_SQUARE = _Square()
+_SQUARE = Omitted("m = n")      # eye's default m: torch has no overload taking m=None
 
 
 def eye(n, m=_SQUARE, *, dtype=None, device=None, requires_grad=False, out=None, layout=None):
@@ -553,7 +545,7 @@ def eye(n, m=_SQUARE, *, dtype=None, device=None, requires_grad=False, out=None,
     n = int_arg(n, "eye", "n", 1)
     if m is _SQUARE:
         m = n
-    elif m is None or isinstance(m, bool) or not hasattr(m, "__index__"):
+    elif not is_int(m):
         raise TypeError(f"eye() received an invalid combination of arguments - got (int, "
                         f"{type(m).__name__}), but expected one of: * (int n, *, Tensor out = "
                         f"None, torch.dtype dtype = None, ...) * (int n, int m, *, Tensor out = "

@@ -12,7 +12,7 @@ from ..core import strides as S
 from ..core import dtype as D
 from ..core.tensor import Tensor
 from ..dispatch import wrap, torch_name
-from ..dispatch_args import int_arg
+from ..dispatch_args import int_arg, is_int, Omitted
 from ..autograd.grad_mode import state
 from ..autograd import graph
 import builtins
@@ -377,16 +377,7 @@ def tile(input, dims):
     return repeat(input, dims)
 
 
-class _Counts:
-    """repeat_interleave's default `repeats`: the one-argument counts form (no overload takes
-    an explicit ``repeats=None``: torch's parser refuses it)."""
-    __slots__ = ()
-
-    def __repr__(self):
-        return "<counts form>"
-
-
-_COUNTS = _Counts()
+_COUNTS = Omitted("counts form")     # repeat_interleave(counts): no overload takes None
 
 
 def repeat_interleave(input, repeats=_COUNTS, dim=None, *, output_size=None):
@@ -424,7 +415,7 @@ def repeat_interleave(input, repeats=_COUNTS, dim=None, *, output_size=None):
         elif reps.size == 1:
             reps = np.full(n, int(reps.reshape(-1)[0]))
     else:
-        if isinstance(repeats, bool) or not hasattr(repeats, "__index__"):
+        if not is_int(repeats):
             raise TypeError(f"repeat_interleave() received an invalid combination of arguments "
                             f"- got (Tensor, {type(repeats).__name__}), but expected one of: * "
                             f"(Tensor input, Tensor repeats, int dim = None, *, int output_size "

@@ -18,6 +18,7 @@ from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import make_view
 from ..dispatch import wrap
+from ..dispatch_args import Omitted
 from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
 from .registry import OpDef, REDUCTION, LINEAR
@@ -27,16 +28,9 @@ from .view import strided_view
 LOWP = (D.float16, D.bfloat16)
 
 
-class _AllDims:
-    """The default `dim` of max/min/median/nanmedian: torch's overload without a dim (all
-    elements). An explicit ``dim=None`` is not that overload: torch's parser refuses it."""
-    __slots__ = ()
-
-    def __repr__(self):
-        return "<all elements>"
-
-
-ALL_DIMS = _AllDims()
+# the default `dim` of max/min/median/nanmedian/prod: torch's overload without a dim (all
+# elements); an explicit ``dim=None`` is not that overload: torch's parser refuses it
+ALL_DIMS = Omitted("all elements")
 
 
 def dims(dim, ndim):

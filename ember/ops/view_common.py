@@ -17,6 +17,7 @@ from ..core.tensor import Tensor, make_view
 from ..autograd.grad_mode import state, call_mode
 from ..autograd import graph
 from ..autograd import views as _autograd_views
+from ..dispatch_args import is_int
 from .registry import OpDef, VIEW, LINEAR
 from ..autograd.derivative import Derivative
 
@@ -224,7 +225,7 @@ def split_sizes(v):
     if not isinstance(v, (list, tuple)):
         raise TypeError(f"{where}, not {type(v).__name__}")
     for k, s in enumerate(v):
-        if isinstance(s, bool) or not hasattr(s, "__index__"):
+        if not is_int(s):
             raise TypeError(f"{where}, but found element of type {type(s).__name__} at pos {k}")
     return [int(s) for s in v]
 
@@ -238,7 +239,7 @@ def narrow_start(dim, start, length):
             raise RuntimeError("start must be an 0-dim integral Tensor.")
         start = int(start.item())
     for v in (start, length):
-        if isinstance(v, bool) or not hasattr(v, "__index__") or isinstance(v, Tensor):
+        if not is_int(v) or isinstance(v, Tensor):
             raise TypeError(f"narrow() received an invalid combination of arguments - got "
                             f"({type(dim).__name__}, {type(start).__name__}, "
                             f"{type(length).__name__}), but expected one of: * (int dim, Tensor "

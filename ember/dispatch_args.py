@@ -26,12 +26,13 @@ def argument_error(op, fn, args, kwargs, exc=None):
     not a Tensor (TypeError naming the argument). Only asked after the op itself raised, so
     valid calls never pay for the check; it turns internal AttributeErrors ('str' object has no
     attribute 'dim') and out-of-range guesses into torch's answer."""
+    facts = _facts(op, fn)
     for v in list(args) + list(kwargs.values()):
         for k, x in enumerate(v if isinstance(v, (list, tuple)) else (v,)):
             if type(x) is int and not _INT64[0] <= x <= _INT64[1]:
-                if _holds(OWN_RANGE_CHECK, op, fn, args, kwargs, v):
+                if _holds(facts.own_range_check, fn, args, kwargs, v):
                     return None    # (the op raises torch's error for it itself)
-                if _holds(UINT64_SCALARS, op, fn, args, kwargs, v):
+                if _holds(facts.uint64_scalars, fn, args, kwargs, v):
                     if 0 <= x < 2 ** 64:
                         return None    # (a Scalar holds it: the op's own error is torch's)
                     return OverflowError("int too big to convert" if x > 0 else
@@ -48,9 +49,9 @@ def argument_error(op, fn, args, kwargs, exc=None):
                                          f"pos {k + 1} with error \"Overflow when unpacking "
                                          f"long long\"")
                 return ValueError("Overflow when unpacking long long")
-    if getattr(op, "name", op) in OWN_TYPE_CHECK:
+    if facts.own_type_check:
         return None    # (the op raises torch's error for a non-tensor itself)
-    if not hasattr(op, "inputs") or python_level(op.name, args, kwargs):
+    if not hasattr(op, "inputs") or python_level(op, fn, args, kwargs):
         # (a seam named by a string: nn functions' own seams; or torch's function is Python)
         return None if exc is None else internal_error(op, fn, args, kwargs, exc)
     try:
@@ -83,21 +84,36 @@ def argument_error(op, fn, args, kwargs, exc=None):
     return None if exc is None else internal_error(op, fn, args, kwargs, exc)
 
 
-# Scalar parameters (torch's parser takes an int up to 2**64 - 1 there, as uint64; the
-# op's own check then speaks: "value cannot be converted to type int64_t without overflow",
-# "linalg.cond got an invalid norm type: 9.22337e+18"), by op: filled by ember/ops/arg_facts.py
-UINT64_SCALARS = {}
-# int parameters whose range the op checks itself, with torch's error (torch.norm's dim,
-# which torch's Python hands on as a list, to linalg's norms): {op: names}
-OWN_RANGE_CHECK = {}
-# ops that answer a non-tensor argument themselves (torch's from_dlpack: a RuntimeError about
-# the capsule, from its C++ side, where a parser's TypeError would name the argument)
-OWN_TYPE_CHECK = set()
+def _facts(op, fn):
+    """What decides torch's exception for the op's bad input: its OpDef, whose fields
+    (registry.py) torch_python, uint64_scalars, own_range_check, own_type_check and
+    bool_overload are facts about torch's function; for a seam named by a string (a method
+    with no OpDef: fill_), the same attributes on its function, where such a method keeps
+    its jvp and batch rule too."""
+    return op if hasattr(op, "torch_python") else _SeamFacts(fn)
 
 
-def _holds(table, op, fn, args, kwargs, v):
-    """Whether argument value `v` fills one of table[op]'s parameters."""
-    names = table.get(getattr(op, "name", op))
+class _SeamFacts:
+    """The facts a function with no OpDef declares (``fill_.uint64_scalars``), OpDef's
+    defaults for the others."""
+    __slots__ = ("torch_python", "uint64_scalars", "own_range_check", "own_type_check",
+                 "bool_overload")
+
+    def __init__(self, fn):
+        self.torch_python = getattr(fn, "torch_python", None)
+        self.uint64_scalars = getattr(fn, "uint64_scalars", ())
+        self.own_range_check = getattr(fn, "own_range_check", ())
+        self.own_type_check = getattr(fn, "own_type_check", False)
+        self.bool_overload = getattr(fn, "bool_overload", False)
+
+
+def _holds(names, fn, args, kwargs, v):
+    """Whether argument value `v` fills one of the parameters `names` (an op's
+    uint64_scalars or own_range_check: torch's parser takes an int up to 2**64 - 1 there,
+    as uint64, and the op's own check speaks, "value cannot be converted to type int64_t
+    without overflow", "linalg.cond got an invalid norm type: 9.22337e+18"; or the op
+    checks the int's range itself, as torch.norm's dim, which torch's Python hands on as a
+    list to linalg's norms)."""
     if not names:
         return False
     return any(value is v and name in names for name, _, value in _bound(fn, args, kwargs))
@@ -121,13 +137,10 @@ def raise_as_torch(op, fn, args, kwargs, exc):
 
 
 # ---- the op raised an internal error: what torch's parser or kernel says instead ----
-# facts about torch's functions, filled by ember/ops/arg_facts.py (op names belong with the
-# ops): TORCH_PYTHON {op: (attribute or one per position, positions[, when])}: torch's
-# function is Python code that reads that attribute of those arguments first, so a
-# non-tensor there is torch's AttributeError; BOOL_OVERLOAD: ops with an overload taking a
-# bool where another takes an int (std(x, True): unbiased)
-TORCH_PYTHON = {}
-BOOL_OVERLOAD = set()
+# (the facts about torch's function this reads are the op's: OpDef.torch_python, the
+# attribute torch's Python code reads of which arguments first, so a non-tensor there is
+# torch's AttributeError; OpDef.bool_overload, an overload taking a bool where another
+# takes an int, std(x, True): unbiased)
 _NO_ATTR = re.compile(r"'(\w+)' object has no attribute")
 _STR_CONVERSION = ("could not convert string to", "invalid literal for int()",
                    "could not convert string")
@@ -159,7 +172,7 @@ def internal_error(op, fn, args, kwargs, exc):
 
     - an AttributeError naming a non-tensor argument's type ('str' object has no attribute
       'dim'): torch's parser refuses that argument, TypeError naming it (except where torch's
-      function is Python code, TORCH_PYTHON: the AttributeError is torch's answer too);
+      function is Python code, OpDef.torch_python: the AttributeError is torch's answer too);
     - a str that failed a NumPy/int conversion, a str where no str goes, a list of floats
       where no float list goes, a bool where an int goes: the parser's TypeError;
     - a ValueError NumPy raised inside a kernel (a reshape, broadcast or LAPACK failure,
@@ -167,9 +180,10 @@ def internal_error(op, fn, args, kwargs, exc):
     fname = getattr(op, "name", op)
     bound = _bound(fn, args, kwargs)
     msg = str(exc)
-    in_python = python_level(fname, args, kwargs)
+    facts = _facts(op, fn)
+    in_python = python_level(op, fn, args, kwargs)
     if in_python:
-        attrs, positions = TORCH_PYTHON[fname][:2]
+        attrs, positions = facts.torch_python[:2]
         for k, p in enumerate(positions):
             attr = attrs if isinstance(attrs, str) else attrs[k]
             v = args[p] if p < len(args) else None
@@ -194,7 +208,7 @@ def internal_error(op, fn, args, kwargs, exc):
                 name not in _PY_INT_PARAMS and name not in _DEFAULTS_STR(fn):
             return TypeError(_invalid_combination(fname, args, kwargs))
         if isinstance(value, bool) and name not in _SCALAR_PARAMS and \
-                fname not in BOOL_OVERLOAD and not in_python and (
+                not facts.bool_overload and not in_python and (
                 name in _INT_PARAMS or _int_default(fn, name)):
             return TypeError(_must_be(fname, name, pos, "int", value))
         if isinstance(value, list) and value and name not in _LIST_FLOAT_OK and \
@@ -209,10 +223,10 @@ def internal_error(op, fn, args, kwargs, exc):
     return None
 
 
-def python_level(fname, args, kwargs):
-    """Whether torch's function `fname` is Python code that reads an attribute of its
-    arguments before its parser sees them, on this call (TORCH_PYTHON)."""
-    entry = TORCH_PYTHON.get(fname)
+def python_level(op, fn, args, kwargs):
+    """Whether torch's function for `op` is Python code that reads an attribute of its
+    arguments before its parser sees them, on this call (OpDef.torch_python)."""
+    entry = _facts(op, fn).torch_python
     return entry is not None and (len(entry) == 2 or entry[2](args, kwargs))
 
 

@@ -34,6 +34,10 @@ __all__ = ["pairwise_distance", "cross_entropy", "nll_loss", "binary_cross_entro
            "triplet_margin_loss", "multi_margin_loss", "multilabel_margin_loss",
            "multilabel_soft_margin_loss", "soft_margin_loss", "ctc_loss"]
 
+# OpDef.torch_python of the losses whose torch function is Python code that reads
+# input.size() and target.size() first (a str or list there: torch's AttributeError)
+_SIZES_FIRST = ("size", (0, 1))
+
 
 def _check_same_size(input, target, name=None):
     if tuple(target.shape) != tuple(input.shape):
@@ -71,7 +75,8 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
         loss = loss * weight
     return _down(_reduce(loss, reduction), dt)
 binary_cross_entropy = _composition("binary_cross_entropy", binary_cross_entropy, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="binary_cross_entropy", dtypes_of="matching")
+    dtypes=FLOATING, dtype_kernel="binary_cross_entropy", dtypes_of="matching",
+    torch_python=("size", (0, 1, 2)))   # (torch's Python reads their size() first)
 
 
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
@@ -99,7 +104,8 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     loss = _reduce(loss, reduction)
     return loss if loss.dtype == dt else loss.to(dt)
 binary_cross_entropy_with_logits = _composition(
-    "binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, amp=_FP32)
+    "binary_cross_entropy_with_logits", binary_cross_entropy_with_logits, amp=_FP32,
+    torch_python=_SIZES_FIRST)
 
 
 # ---- regression ----
@@ -125,7 +131,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
                                reduction)
     return _pointwise_loss(lambda d: d * d, input, target, size_average, reduce, reduction)
 mse_loss = _composition("mse_loss", mse_loss, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="mse_cpu", dtypes_of="promoted")
+    dtypes=FLOATING, dtype_kernel="mse_cpu", dtypes_of="promoted", torch_python=_SIZES_FIRST)
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
@@ -135,7 +141,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
                                reduction, bool_ok=False)
     return _pointwise_loss(lambda d: d.abs(), input, target, size_average, reduce, reduction,
                            bool_ok=False)
-l1_loss = _composition("l1_loss", l1_loss, amp=_FP32)
+l1_loss = _composition("l1_loss", l1_loss, amp=_FP32, torch_python=_SIZES_FIRST)
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
@@ -150,7 +156,8 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         return where(a < beta, 0.5 * d * d / beta, a - 0.5 * beta)
     return _pointwise_loss(fn, input, target, size_average, reduce, reduction)
 smooth_l1_loss = _composition("smooth_l1_loss", smooth_l1_loss, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="smooth_l1_cpu", dtypes_of="promoted")
+    dtypes=FLOATING, dtype_kernel="smooth_l1_cpu", dtypes_of="promoted",
+    torch_python=_SIZES_FIRST)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
@@ -168,7 +175,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
         out = where(a < delta, 0.5 * d * d, delta * (a - 0.5 * delta))
         return out if weight is None else out * weight
     return _pointwise_loss(fn, input, target, None, None, reduction)
-huber_loss = _composition("huber_loss", huber_loss, amp=_FP32)
+huber_loss = _composition("huber_loss", huber_loss, amp=_FP32, torch_python=_SIZES_FIRST)
 
 
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
@@ -274,7 +281,8 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
                            f"input2: {Size(input2.shape)}, target: "
                            f"{Size(target.shape)} ")
     return _reduce((-target * (input1 - input2) + margin).clamp_min(0), reduction)
-margin_ranking_loss = _composition("margin_ranking_loss", margin_ranking_loss, amp=_FP32)
+margin_ranking_loss = _composition("margin_ranking_loss", margin_ranking_loss, amp=_FP32,
+    torch_python=("dim", (0, 1, 2)))   # (torch's Python reads their dim() first)
 
 
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,

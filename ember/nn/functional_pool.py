@@ -285,7 +285,10 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return _max_poolnd(3, "max_pool3d", input, kernel_size, stride, padding, dilation,
                        ceil_mode, return_indices)
 max_pool3d = _composition("max_pool3d", max_pool3d, amp=_FP32,
-    dtypes=FLOATING | INTEGRAL, dtype_kernel="max_pool3d")
+    dtypes=FLOATING | INTEGRAL, dtype_kernel="max_pool3d",
+    # torch's Python reads input.is_cuda first when it returns the indices
+    torch_python=("is_cuda", (0,), lambda a, k: k.get("return_indices",
+                                                        a[5] if len(a) > 5 else False)))
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
@@ -443,7 +446,8 @@ def adaptive_avg_pool2d(input, output_size):
 
 def adaptive_avg_pool3d(input, output_size):
     return _adaptive_avg(3, "adaptive_avg_pool3d", input, output_size)
-adaptive_avg_pool3d = _composition("adaptive_avg_pool3d", adaptive_avg_pool3d, amp=_FP32)
+adaptive_avg_pool3d = _composition("adaptive_avg_pool3d", adaptive_avg_pool3d, amp=_FP32,
+    torch_python=("size", (0,)))     # (torch's Python reads input.size() first)
 
 
 def _adaptive_max(nd, name, input, output_size, return_indices):
@@ -510,7 +514,8 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
     return _adaptive_max(3, "adaptive_max_pool3d", input, output_size, return_indices)
 adaptive_max_pool3d = _whole_call("adaptive_max_pool3d", adaptive_max_pool3d, amp=_FP32,
     dtypes=FLOATING,
-    dtype_kernel="adaptive_max_pool3d_cpu")
+    dtype_kernel="adaptive_max_pool3d_cpu",
+    torch_python=("size", (0,)))     # (torch's Python reads input.size() first)
 
 
 def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size):
@@ -564,12 +569,19 @@ def _max_unpoolnd(nd, input, indices, kernel_size, stride, padding, output_size)
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     return _max_unpoolnd(1, input, indices, kernel_size, stride, padding, output_size)
+# torch's max_unpool{1,2}d are Python code that read input.size() (and max_unpool1d
+# indices.unsqueeze) first; an int beyond int64 in the sizes the op reports itself
+# (_max_unpoolnd: torch's "failed to unpack" naming max_unpool2d)
+_UNPOOL_SIZES = ("kernel_size", "stride", "padding", "output_size")
 max_unpool1d = _whole_call("max_unpool1d", max_unpool1d, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="max_unpool2d")  # traced as one call
+    dtypes=FLOATING, dtype_kernel="max_unpool2d",
+    torch_python=(("size", "unsqueeze"), (0, 1)),
+    own_range_check=_UNPOOL_SIZES)  # traced as one call
 
 
 def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """Place each value of a max_pool2d output at its index in a zero (N, C, H, W) tensor."""
     return _max_unpoolnd(2, input, indices, kernel_size, stride, padding, output_size)
 max_unpool2d = _whole_call("max_unpool2d", max_unpool2d, amp=_FP32,
-    dtypes=FLOATING, dtype_kernel="max_unpool2d")  # traced as one call
+    dtypes=FLOATING, dtype_kernel="max_unpool2d", torch_python=("size", (0,)),
+    own_range_check=_UNPOOL_SIZES)  # traced as one call

@@ -236,6 +236,9 @@ clone = register(OpDef("clone", COMPOSITE, jvp=LINEAR,
 # forward mode (autograd/forward_rules.py): self's new tangent after each in-place write
 copy_.jvp = lambda tan, result, self, src, non_blocking=False: tan(src)
 fill_.jvp = lambda tan, result, self, value: tan(value)
+# (fill_ has no OpDef: its fact for bad input is on the function, which its seam reads, see
+# OpDef's docstring) value is a Scalar, where torch's parser takes an int up to 2**64 - 1
+fill_.uint64_scalars = frozenset({"value"})
 zero_.jvp = lambda tan, result, self: None
 # vmap batching rules (ember/ops/batch_rules.py)
 for _n in ("to", "type_as", "contiguous", "clone"):

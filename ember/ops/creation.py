@@ -599,3 +599,11 @@ for _f, _m in ((zeros, _ox.zeros), (ones, _ox.ones), (empty, _ox.empty), (full, 
                (full_like, _ox.full_like), (arange, _ox.arange), (new_zeros, _ox.new_zeros),
                (new_ones, _ox.new_ones), (new_full, _ox.new_full)):
     OPS[_f.__name__].onnx = _m
+# Scalar parameters: torch's parser takes an int up to 2**64 - 1 there (uint64), so the
+# op's own error stands for 2**63 ("value cannot be converted to type int64_t ...")
+for _f, _names in ((full, {"fill_value"}), (new_full, {"fill_value"}),
+                   (full_like, {"fill_value"}), (arange, {"start", "end", "step"})):
+    OPS[_f.__name__].uint64_scalars = frozenset(_names)
+# torch's from_dlpack answers a non-tensor itself (a RuntimeError about the capsule, from
+# its C++ side, where a parser's TypeError would name the argument)
+OPS["from_dlpack"].own_type_check = True

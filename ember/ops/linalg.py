@@ -405,7 +405,12 @@ register_each(globals(), EXTERN, (kron, cross), jvp=MULTILINEAR)
 register_each(globals(), EXTERN, (diag, diag_embed, diagflat), jvp=LINEAR)
 register(OpDef("ger", EXTERN, jvp=MULTILINEAR), lambda input, vec2: outer(input, vec2),
          names=("ger",))
-tensordot = register(OpDef("tensordot", COMPOSITE, method=False, jvp=MULTILINEAR), tensordot)
+# torch.tensordot is Python code that reads a.dim() for an int `dims` (a Scalar to its
+# parser: uint64)
+tensordot = register(OpDef("tensordot", COMPOSITE, method=False, jvp=MULTILINEAR,
+                           uint64_scalars={"dims"},
+                           torch_python=("dim", (0, 1), lambda a, k: isinstance(
+                               k.get("dims", a[2] if len(a) > 2 else 2), int))), tensordot)
 # autocast: trace and cdist run in float32; einsum in the lower precision when it contracts
 trace = register(OpDef("trace", EXTERN, amp=FP32, jvp=LINEAR), trace)
 cdist = register(OpDef("cdist", COMPOSITE, method=False, amp=FP32,

@@ -527,15 +527,18 @@ combinations = _reg(combinations, method=False)
 vander = _reg(vander, method=False)
 linalg_vander = register(OpDef("linalg_vander", COMPOSITE, decomp=linalg_vander,
                                function=False, method=False), linalg_vander)
-scalar_tensor = _reg(scalar_tensor, method=False, kind=EXTERN)
-unravel_index = _reg(unravel_index, method=False, kind=EXTERN)
+scalar_tensor = _reg(scalar_tensor, method=False, kind=EXTERN,
+                     uint64_scalars={"s"})     # (a Scalar: torch's parser takes uint64)
+# torch.unravel_index is Python code that reads indices.is_complex() first
+unravel_index = _reg(unravel_index, method=False, kind=EXTERN,
+                     torch_python=("is_complex", (0,)))
 inner = _reg(inner)
 dist = _reg(dist)
 addr = _reg(addr)
 rsub = _reg(rsub, method=False)
 chain_matmul = _reg(chain_matmul, method=False)
 frobenius_norm = _reg(frobenius_norm, method=False)
-nuclear_norm = _reg(nuclear_norm, method=False)
+nuclear_norm = _reg(nuclear_norm, method=False, bool_overload=True)   # (x, keepdim: bool)
 histogram = _reg(histogram, kind=EXTERN,
     dtypes=FLOAT32_64, dtype_kernel="histogramdd")
 histogramdd = _reg(histogramdd, method=False, kind=EXTERN)

@@ -179,4 +179,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
     return write_out(out, r)
 
 
-norm = register(OpDef("norm", REDUCTION), norm)
+# torch.norm is Python code that reads input.layout first; p is a Scalar (uint64); dim's
+# int64 overflow is answered by the op itself (torch's Python hands dim on, as a list)
+norm = register(OpDef("norm", REDUCTION, torch_python=("layout", (0,)), uint64_scalars={"p"},
+                      own_range_check={"dim"}), norm)

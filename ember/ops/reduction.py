@@ -500,10 +500,14 @@ for _f in (sum, mean, nansum, nanmean, all, any, count_nonzero, var, std, logsum
                                             meta=_META.get(_f),
                                             jvp=_JVP.get(_f),
                                             onnx=_ONNX.get(_f)), _f)
+# std(x, True) is unbiased=True: torch has an overload taking a bool where another takes
+# an int (dim), so a bool there is no wrong type (dispatch_args.internal_error)
+OPS["var"].bool_overload = OPS["std"].bool_overload = True
 prod = register(OpDef("prod", REDUCTION, amp=FP32,
                       meta=M.reduction(M.sum_dtype),
                       onnx=_ox.prod), prod)     # autocast: in float32
-register_each(globals(), REDUCTION, (var_mean, std_mean), method=False)
+register_each(globals(), REDUCTION, (var_mean, std_mean), method=False,
+              bool_overload=True)     # (as var and std: x, unbiased)
 # meta rules of var_mean / std_mean (ember/ops/meta_rules.py)
 OPS["var_mean"].meta = OPS["std_mean"].meta = M.var_std_mean
 sum_to_size = register(OpDef("sum_to_size", REDUCTION, function=False, jvp=LINEAR,

@@ -72,7 +72,26 @@ class OpDef(Derivative):
       the node applies them as ``conj(formula(conj(g)))``, which is torch's convention
       (conjugate Wirtinger) for holomorphic ops. False: the formulas already follow that
       convention for complex inputs (abs, angle, real, view_as_real, fft...), and run as
-      written (autograd/graph.py).
+      written (autograd/graph.py);
+    - facts about torch's function for the op, which decide the exception torch raises for
+      bad input (read only after the op raised, by ember/dispatch_args.py's
+      `argument_error` and `internal_error`; valid calls never read them):
+      ``torch_python``: torch's function is Python code (torch/functional.py,
+      nn/functional.py) that reads an attribute of some arguments before torch's parser sees
+      them, so a str or list there is torch's AttributeError ('list' object has no attribute
+      'size'), not the parser's TypeError: ``(the attribute, or one per position, the
+      positions of the arguments it is read from[, when(args, kwargs): the calls where it
+      is])``, or None; a non-tensor elsewhere reaches torch's parser (its TypeError). Found
+      by calling torch with a str and a list in each tensor argument of the op's samples;
+      ``uint64_scalars``: the Scalar parameters, where torch's parser takes an int up to
+      2**64 - 1 (uint64), so the op's own error stands for 2**63 there (found by calling
+      torch with 2**63); ``own_range_check``: int parameters whose int64 overflow the op
+      reports itself, with torch's error (norm's dim); ``own_type_check``: the op's own error
+      for a non-tensor argument is torch's (from_dlpack's, from its C++ side);
+      ``bool_overload``: torch has an overload taking a bool where another takes an int
+      (``std(x, True)`` is ``unbiased=True``, ``nuclear_norm(x, True)`` ``keepdim=True``),
+      so a bool there is no wrong type. A method with no OpDef (fill_) sets the same
+      attribute on its function, as it does ``jvp`` and ``batch``.
     """
 
     def __init__(self, name, kind, *, kernel=None, kernels=None, ufunc=None, meta=None,
@@ -81,7 +100,9 @@ class OpDef(Derivative):
                  recompute=None, fresh_result=None, scalars_as_tensors=False, onnx=None,
                  overloads=(), node_name=None, method=True, function=True, inplace=False,
                  errstate=False, int_div_check=False, doc=None,
-                 holomorphic=True, dtypes=None, dtype_kernel=None, dtypes_of="first"):
+                 holomorphic=True, dtypes=None, dtype_kernel=None, dtypes_of="first",
+                 torch_python=None, uint64_scalars=(), own_range_check=(),
+                 own_type_check=False, bool_overload=False):
         # the derivative fields (grads, saves, inputs, attrs, node_name...): an op is its
         # own default backward template (ember/autograd/derivative.py)
         super().__init__(name, grads=grads, inputs=inputs, attrs=attrs,
@@ -117,6 +138,12 @@ class OpDef(Derivative):
         self.dtypes = None if dtypes is None else frozenset(dtypes)
         self.dtype_kernel = dtype_kernel
         self.dtypes_of = dtypes_of      # which argument's dtype picks the kernel
+        # torch's answers to bad input (ember/dispatch_args.py reads them after a raise)
+        self.torch_python = torch_python
+        self.uint64_scalars = frozenset(uint64_scalars)
+        self.own_range_check = frozenset(own_range_check)
+        self.own_type_check = own_type_check
+        self.bool_overload = bool_overload
         self.fn = None
 
     @property

@@ -276,5 +276,9 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     return y
 
 
-stft = register(OpDef("stft", COMPOSITE, decomp=stft), stft)
+# torch.stft is Python code that reads input.dim() only to pad it (center=True); n_fft is a
+# Scalar to its parser (uint64: the op's own error stands for 2**63)
+stft = register(OpDef("stft", COMPOSITE, decomp=stft, uint64_scalars={"n_fft"},
+                      torch_python=("dim", (0,), lambda a, k: k.get(
+                          "center", a[5] if len(a) > 5 else True) is not False)), stft)
 istft = register(OpDef("istft", COMPOSITE, decomp=istft), istft)

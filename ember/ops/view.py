@@ -553,6 +553,9 @@ for _name, _fn in _FUNCS.items():
                                 onnx=_ONNX.get(_fn)), _fn)
     if _name in globals() and globals()[_name] is _fn:      # aliases (moveaxis) bind nothing
         globals()[_name] = _published
+# torch.split is Python code that calls tensor.split(...) first: a list there is its
+# AttributeError (a str has a split of its own, which refuses the arguments: TypeError)
+OPS["split"].torch_python = ("split", (0,))
 METHODS["detach_"] = detach_
 def _inplace_view(view_fn, name):
     """The in-place metadata op `name` (``t_``, ``squeeze_``): self takes the geometry of

@@ -8,6 +8,7 @@ only shrink (a listed table that is gone fails the test, so the list stays true)
 """
 import ast
 import os
+import types
 
 import pytest
 
@@ -204,3 +205,59 @@ def test_every_opdef_is_registered():
     for of, templates in BY_OP.items():
         for d in templates:
             assert d.of == of and (of in registry.OPS or of == d.name), d
+
+
+# ---- the facts that decide torch's exception for bad input are OpDef fields ----
+def _raises(input, value):          # an op's function that fails on every call
+    raise RuntimeError("the op's own error")
+
+
+def _dim_op(input, dim=0):          # (an int parameter with an int default)
+    raise RuntimeError("the op's own error")
+
+
+_X = ember.ones(2)
+# field: (its value, the function, the call's args, what the op raised), where the field
+# changes dispatch_args.argument_error's answer (a declared fact: the op's own error stands)
+_FACTS = {
+    "uint64_scalars": ({"value"}, _raises, (_X, 2 ** 63), RuntimeError("own")),
+    "own_range_check": ({"value"}, _raises, (_X, 2 ** 63), RuntimeError("own")),
+    "own_type_check": (True, _raises, ("abc", 1), AttributeError("'str' object has no "
+                                                                 "attribute 'dim'")),
+    "torch_python": (("dim", (0,)), _raises, ("abc", 1), AttributeError(
+        "'str' object has no attribute 'dim'")),
+    "bool_overload": (True, _dim_op, (_X, True), RuntimeError("own")),
+}
+
+
+@pytest.mark.parametrize("field", sorted(_FACTS))
+def test_bad_input_facts_are_read_from_the_op(field):
+    """argument_error reads each fact from the op object it is given (its OpDef, or for a
+    seam named by a string, the function's attribute), and from no table of op names."""
+    from ember import dispatch_args
+    value, fn, args, exc = _FACTS[field]
+    plain = dispatch_args.argument_error(OpDef("fake_fact", registry.EXTERN), fn, args, {}, exc)
+    declared = dispatch_args.argument_error(OpDef("fake_fact", registry.EXTERN, **{field: value}),
+                                            fn, args, {}, exc)
+    assert plain is not None and declared is None or (
+        field == "torch_python" and type(declared) is AttributeError
+        and type(plain) is TypeError), (field, plain, declared)
+    assert field in _init_fields(OpDef) and f"``{field}``" in OpDef.__doc__
+    if field in ("uint64_scalars", "own_range_check", "bool_overload"):
+        # a method with no OpDef (fill_) declares it on its function, which its seam names
+        method = types.FunctionType(fn.__code__, fn.__globals__, "method", fn.__defaults__)
+        bare = dispatch_args.argument_error("fake_", method, args, {}, exc)
+        setattr(method, field, value)
+        assert bare is not None and dispatch_args.argument_error(
+            "fake_", method, args, {}, exc) is None, (field, bare)
+
+
+def test_dispatch_args_keeps_no_op_name_table():
+    """The old tables (TORCH_PYTHON, UINT64_SCALARS...) were filled from ember/ops at import,
+    which the source scan above cannot see: none of dispatch_args's globals holds op names."""
+    from ember import dispatch_args
+    names = set(registry.BY_NAME)
+    tables = [k for k, v in vars(dispatch_args).items() if not k.startswith("__")
+              and isinstance(v, (dict, set, frozenset))
+              and len([x for x in v if isinstance(x, str) and x in names]) >= 3]
+    assert not tables, tables

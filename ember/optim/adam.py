@@ -3,6 +3,7 @@ import math
 
 import numpy as np
 
+from .fused_steps import adam_update
 from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _lerp_, _scalar,
                         _step_tensor, _zeros_like, _eval_closure)
 
@@ -58,6 +59,12 @@ class Adam(Optimizer):
                     if amsgrad:
                         st["max_exp_avg_sq"] = _zeros_like(p)
                 step = _incr_step(st["step"])
+                if adam_update(x, g, st["exp_avg"]._data, st["exp_avg_sq"]._data,
+                               st["max_exp_avg_sq"]._data if amsgrad else None, lr=lr,
+                               beta1=beta1, beta2=beta2, eps=eps, weight_decay=wd,
+                               decoupled=decoupled, maximize=maximize, step=step):
+                    p._bump_version()        # one C pass, bitwise the NumPy path below
+                    continue
                 g = _regularized_grad(g, x, wd, maximize, lr, decoupled)
                 m, v = st["exp_avg"]._data, st["exp_avg_sq"]._data
                 _lerp_(m, g, 1 - beta1)

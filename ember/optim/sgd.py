@@ -2,6 +2,7 @@
 import numpy as np
 
 from ..core.tensor import Tensor
+from .fused_steps import sgd_update
 from .optimizer import Optimizer, _regularized_grad, _grads, _scalar, _eval_closure
 
 
@@ -41,6 +42,8 @@ class SGD(Optimizer):
             momentum, dampening = group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
             for p, x, g in _grads(group):
+                if self._fused_update(p, x, g, lr, momentum, dampening, wd, nesterov, maximize):
+                    continue
                 g = _regularized_grad(g, x, wd, maximize)
                 if momentum != 0:
                     st = self.state[p]
@@ -62,3 +65,27 @@ class SGD(Optimizer):
                 x += (-lr) * g
                 p._bump_version()
         return loss
+
+    def _fused_update(self, p, x, g, lr, momentum, dampening, wd, nesterov, maximize):
+        """The update in one C pass (fused_steps.py: bitwise the NumPy path below it);
+        False where that kernel does not apply."""
+        buf, first = None, False
+        if momentum != 0:
+            st = self.state[p]
+            buf = st.get("momentum_buffer")
+            if buf is None:
+                if not (x.flags.c_contiguous and g.flags.c_contiguous):
+                    return False
+                first = True
+                st["momentum_buffer"] = buf = Tensor._make(np.empty_like(g), p.dtype)
+        done = sgd_update(x, g, None if buf is None else buf._data, lr=lr, momentum=momentum,
+                          dampening=dampening, weight_decay=wd, nesterov=nesterov,
+                          maximize=maximize, first=first)
+        if not done:
+            if first:
+                del self.state[p]["momentum_buffer"]
+            return False
+        if buf is not None and not first:
+            buf._bump_version()
+        p._bump_version()
+        return True

@@ -138,6 +138,37 @@ def check_buckets_fire_during_backward(data, rank, ws):
         assert torch.allclose(p.grad, g / ws, atol=1e-6), (p.grad - g / ws).abs().max()
 
 
+def check_grad_identity(data, rank, ws):
+    """The averaged .grad handed out after backward: a .grad that existed before the
+    forward (zero_grad(set_to_none=False)) keeps its identity and gets the average; one
+    made by this backward (the bucket's slot, no copy) is never touched by the next
+    backward, even when the user keeps it."""
+    net = cnn()
+    load(net, data, "init.")
+    model = DDP(net)
+    local = cnn()
+    load(local, data, "init.")
+    for step in range(3):
+        x = torch.tensor(data["X"][step, rank * 4:(rank + 1) * 4])
+        y = torch.tensor(data["Y"][step, rank * 4:(rank + 1) * 4])
+        kept = [p.grad for p in model.parameters()]
+        kept_values = [None if g is None else g.clone() for g in kept]
+        model.zero_grad(set_to_none=step != 1)
+        before = [p.grad for p in model.parameters()]
+        F.cross_entropy(model(x), y).backward()
+        local.zero_grad()
+        F.cross_entropy(local(x), y).backward()
+        for p, q, b, k, kv in zip(model.parameters(), local.parameters(), before, kept,
+                                  kept_values):
+            if step == 1:
+                assert p.grad is b           # the same tensor, holding the average
+            if k is not None and k is not p.grad:
+                assert torch.equal(k, kv), "a kept .grad changed under the user"
+            g = q.grad.clone()
+            dist.all_reduce(g)
+            assert torch.allclose(p.grad, g / ws, atol=1e-6), (step, (p.grad - g / ws).abs().max())
+
+
 class Backwards(nn.Module):
     """Registered in the opposite order to the one it runs in."""
 
@@ -318,6 +349,7 @@ def main(folder):
                                    bucket_cap_mb=0.001).module, "view."))
     out.update(state(train_no_sync(data, rank, ws).module, "nosync."))
     check_buckets_fire_during_backward(data, rank, ws)
+    check_grad_identity(data, rank, ws)
     check_buckets_rebuilt_in_gradient_order(data, rank, ws)
     check_find_unused(data, rank, ws, out)
     check_broadcast_buffers(data, rank, ws)

@@ -42,6 +42,8 @@ import warnings
 import weakref
 from contextlib import contextmanager
 
+import numpy as np
+
 from ... import distributed as dist
 from ...autograd import engine
 from ...autograd.graph import AccumulateGrad
@@ -141,6 +143,17 @@ def _copy(dst, src):
     dst._bump_version()
 
 
+def _copy_divided(dst, src, world_size):
+    """dst = src / world_size (torch divides the gradients by the world size before the
+    sum): one pass that copies a gradient into its bucket and divides it, where copying and
+    then dividing the whole bucket took two; the same float division, so the same bits."""
+    if world_size == 1:
+        dst._data[...] = src._data
+    else:
+        np.divide(src._data, world_size, out=dst._data)
+    dst._bump_version()
+
+
 class _Progress:
     """A helper thread that drives MPI's progress on the buckets in flight while backward
     computes. MPI moves a non-blocking collective's data only inside MPI calls; without
@@ -225,20 +238,35 @@ def _progress_thread_usable():
 
 class _Bucket:
     """A flat buffer holding the gradients of some parameters (one dtype), and the
-    all-reduce in flight on it."""
-    __slots__ = ("indices", "buffer", "views", "pending", "work")
+    all-reduce in flight on it. `views[k]` is parameter `indices[k]`'s slot, shaped like it.
+
+    After a backward the averaged gradients are handed to the parameters as the slots
+    themselves where nothing else can hold the old `.grad` (it was None before that
+    forward): no copy out of the bucket. The bucket is then `given`, and the next backward
+    gets a new buffer (`renew`), so a `.grad` kept by the user never changes under them."""
+    __slots__ = ("indices", "buffer", "views", "pending", "work", "given", "_layout")
 
     def __init__(self, indices, params):
         self.indices = indices
         total = sum(params[i].numel() for i in indices)
-        self.buffer = zeros(total, dtype=params[indices[0]].dtype)
-        self.views, offset = [], 0
-        for i in indices:
-            n = params[i].numel()
-            self.views.append(self.buffer[offset:offset + n].view(params[i].shape))
-            offset += n
+        self._layout = [(params[i].numel(), params[i].shape) for i in indices]
+        self._fill(zeros(total, dtype=params[indices[0]].dtype))
         self.pending = len(indices)
         self.work = None
+
+    def _fill(self, buffer):
+        self.buffer, self.given = buffer, False
+        self.views, offset, flat, dtype = [], 0, buffer._data, buffer.dtype
+        for n, shape in self._layout:
+            # a tensor on a slice of the buffer's array, not a dispatched view: these are
+            # made for every backward whose gradients were handed out
+            self.views.append(Tensor._make(flat[offset:offset + n].reshape(shape), dtype))
+            offset += n
+
+    def renew(self):
+        """A new buffer (every slot is written before the bucket is reduced)."""
+        self._fill(empty(self.buffer.shape[0], dtype=self.buffer.dtype,
+                         device=self.buffer.device))
 
 
 def _assign_buckets(params, order, cap_bytes, first_cap_bytes):
@@ -361,6 +389,7 @@ class DistributedDataParallel(Module):
         self._expect_hooks = False
         self._require_finalize = False
         self._ready = [False] * len(params)
+        self._fresh = [False] * len(params)
         self._unused = ()
         self._next_bucket = 0
         self._callback_queued = False
@@ -437,8 +466,12 @@ class DistributedDataParallel(Module):
         self._next_bucket = 0
         self._launched_during_backward = 0
         for bucket in self._buckets:
+            if bucket.given:
+                bucket.renew()
             bucket.pending = len(bucket.indices)
             bucket.work = None
+        # which .grad is None now: after this backward those get their bucket slot itself
+        self._fresh = [p._grad is None for p in self._params]
         self._unused = ()
         if self.find_unused_parameters:
             reached = _reachable_leaves(_find_tensors(output))
@@ -474,13 +507,17 @@ class DistributedDataParallel(Module):
         bucket = self._buckets[b]
         view = bucket.views[slot]
         p = self._params[i]
-        with no_grad():
-            if p._grad is None:
-                view.zero_()
-            elif p._grad is not view:
-                _copy(view, p._grad)
-                if self.gradient_as_bucket_view and not unused:
-                    p._grad = view     # later backwards accumulate straight into the bucket
+        ws = self._world_size
+        if p._grad is None:
+            view._data.fill(0)
+            view._bump_version()
+        elif p._grad is not view:
+            _copy_divided(view, p._grad, ws)
+            if self.gradient_as_bucket_view and not unused:
+                p._grad = view     # later backwards accumulate straight into the bucket
+        elif ws != 1:
+            view._data /= ws       # the gradient accumulated in its slot (bucket view)
+            view._bump_version()
         bucket.pending -= 1
         if bucket.pending == 0:
             self._launch_ready_buckets()
@@ -489,8 +526,7 @@ class DistributedDataParallel(Module):
         # in bucket order, so that every rank issues the same all-reduces in the same order
         while self._next_bucket < len(self._buckets) and \
                 self._buckets[self._next_bucket].pending == 0:
-            bucket = self._buckets[self._next_bucket]
-            bucket.buffer._data /= self._world_size      # torch divides before summing
+            bucket = self._buckets[self._next_bucket]     # (divided by the world size)
             bucket.work = dist.all_reduce(bucket.buffer, group=self.process_group,
                                           async_op=True)
             if self._progress is not None:
@@ -520,22 +556,23 @@ class DistributedDataParallel(Module):
         if not complete:
             return          # the next forward raises (torch's behaviour)
         self._require_finalize = False
-        with no_grad():
-            for bucket in self._buckets:
-                for i, view in zip(bucket.indices, bucket.views):
-                    p = self._params[i]
-                    if globally_used is not None and globally_used[i] == 0 and p._grad is None:
-                        continue        # no rank used it: .grad stays None
-                    if self.gradient_as_bucket_view:
-                        if p._grad is not view:
-                            if p._grad is not None:
-                                _copy(p._grad, view)
-                            else:
-                                p._grad = view
-                    elif p._grad is None:
-                        p._grad = view.clone()
-                    else:
-                        _copy(p._grad, view)
+        fresh = self._fresh
+        for bucket in self._buckets:
+            for i, view in zip(bucket.indices, bucket.views):
+                p = self._params[i]
+                if globally_used is not None and globally_used[i] == 0 and p._grad is None:
+                    continue        # no rank used it: .grad stays None
+                if self.gradient_as_bucket_view:
+                    if p._grad is not view:
+                        if p._grad is not None:
+                            _copy(p._grad, view)
+                        else:
+                            p._grad = view
+                elif p._grad is None or fresh[i]:
+                    p._grad = view          # this backward's own .grad: no one else holds it
+                    bucket.given = True
+                else:
+                    _copy(p._grad, view)    # a .grad from before: it keeps its identity
         if not self._rebuilt:
             self._rebuilt = True
             self._rebuild_buckets()

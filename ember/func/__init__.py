@@ -2,7 +2,7 @@
 
 ``vmap`` vectorizes a function over a batch dimension; the other transforms
 (``grad``, ``vjp``, ``jvp``, ``jacrev``, ``jacfwd``, ``hessian``,
-``functional_call``) compose with it.
+``functional_call``, ``functionalize``) compose with it.
 
 Example::
 
@@ -15,6 +15,7 @@ Example::
 from .vmap import vmap
 from .transforms import grad, grad_and_value, vjp, jacrev
 from .forward import jvp, jacfwd, hessian, linearize
+from ._functionalize import functionalize
 from .functional_call import functional_call, stack_module_state, replace_all_batch_norm_modules_
 from ..autograd import functional as _autograd_functional
 from . import autograd_functional as _vectorized
@@ -24,4 +25,5 @@ from . import autograd_functional as _vectorized
 _autograd_functional.VECTORIZED = _vectorized
 
 __all__ = ["vmap", "grad", "grad_and_value", "vjp", "jvp", "linearize", "jacrev", "jacfwd",
-           "hessian", "functional_call", "stack_module_state", "replace_all_batch_norm_modules_"]
+           "hessian", "functionalize", "functional_call", "stack_module_state",
+           "replace_all_batch_norm_modules_"]

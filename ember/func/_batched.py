@@ -9,6 +9,12 @@ metadata: an op that bypasses vmap and reaches raw array math fails loudly inste
 computing on the wrong data. Autograd fields (requires_grad, grad_fn) are the physical
 tensor's: autograd records the physical ops the batching rules run.
 
+A BatchedTensor marked `_same` holds one value repeated along its batch dim (a derivative
+transform's primal that the vmap does not batch, expanded to the physical form, and what
+deterministic ops make from such values): Python reads (``bool()``, ``.item()``) give that
+value, as torch gives them on an unbatched tensor; on any other one they raise torch's vmap
+errors.
+
 Levels: each running vmap pushes a `Level(level, size)`; `active_levels()` lists them,
 outermost first. `to_physical` / `from_physical` move a value between its nested-wrapper
 form and one plain tensor with a leading dim per level (the form ember.func.grad and
@@ -29,6 +35,14 @@ Level = namedtuple("Level", ("level", "size"))
 class _Levels(threading.local):
     stack = ()           # Level entries of the running vmaps, outermost first
     counter = 0          # level ids only grow, so a stale BatchedTensor never matches
+    # levels at which an ``out=`` op wrote values that vary across the batch into a target
+    # that may be (a view of) a value marked `_same`: no mark there is trusted any more
+    # (in-place ops writing such values into a marked value are refused, as torch does)
+    broken = frozenset()
+    # LEVELS.counter when each running derivative transform (grad, vjp, jvp) started: a
+    # vmap level started before one of them sees Python reads through it, and torch then
+    # words its refusal differently
+    transforms = ()
 
 
 LEVELS = _Levels()
@@ -68,7 +82,11 @@ class _Logical:
 
 class BatchedTensor(Tensor):
     """A batch of tensors at one vmap level (see the module docstring)."""
-    __slots__ = ("_value", "_bdim", "_level")
+    # `_same`: every sample holds the same value (a primal the derivative transforms expanded
+    # to the physical form although the vmap does not batch it, and what deterministic ops
+    # make from such values); Python control flow may read it, as torch allows on a value
+    # its vmap does not batch
+    __slots__ = ("_value", "_bdim", "_level", "_same")
 
     # autograd state lives on the physical tensor
     @property
@@ -100,11 +118,12 @@ class BatchedTensor(Tensor):
 
     __str__ = __repr__
 
-    # values never leave a vmap as Python data
+    # values never leave a vmap as Python data, except one that is the same in every sample
     def item(self):
-        raise RuntimeError(_ITEM)
+        return _one_sample(self, _ITEM).item()
 
-    tolist = item
+    def tolist(self):
+        return _one_sample(self, _NO_STORAGE).tolist()
 
     def numpy(self, *, force=False):
         raise RuntimeError("vmap: numpy() is not supported on a BatchedTensor")
@@ -113,9 +132,19 @@ class BatchedTensor(Tensor):
         raise RuntimeError("vmap: a BatchedTensor cannot be converted to a NumPy array")
 
     def __bool__(self):
-        raise RuntimeError(_CONTROL_FLOW)
+        return bool(_one_sample(self, _CONTROL_FLOW))
 
-    __float__ = __int__ = __index__ = __complex__ = __bool__
+    def __float__(self):
+        return float(_one_sample(self, _CONTROL_FLOW))
+
+    def __int__(self):
+        return int(_one_sample(self, _CONTROL_FLOW))
+
+    def __index__(self):
+        return _one_sample(self, _CONTROL_FLOW).__index__()
+
+    def __complex__(self):
+        return complex(_one_sample(self, _CONTROL_FLOW))
 
     def __deepcopy__(self, memo):
         raise RuntimeError("vmap: deepcopy of a BatchedTensor is not supported")
@@ -141,14 +170,53 @@ _CONTROL_FLOW = ("vmap: It looks like you're attempting to use a Tensor in some 
                  "control flow. We don't support that yet, please file an issue at "
                  "https://github.com/pytorch/pytorch/issues .")
 
+
+def _one_sample(t, message):
+    """The value of a BatchedTensor marked `_same` (sample 0; it may itself be batched at an
+    outer level, where the same test is made again); torch's vmap error for any other."""
+    if not (t._same and t._level not in LEVELS.broken):
+        if message is not _NO_STORAGE and any(mark >= t._level for mark in LEVELS.transforms):
+            message = _THROUGH_TRANSFORM
+        raise RuntimeError(message)
+    return t._value.select(t._bdim, 0)
+
+
+class transform_running:
+    """Context manager around the function call of a derivative transform (see
+    `LEVELS.transforms`)."""
+    __slots__ = ("saved",)
+
+    def __enter__(self):
+        self.saved = LEVELS.transforms
+        LEVELS.transforms = self.saved + (LEVELS.counter,)
+
+    def __exit__(self, *exc):
+        LEVELS.transforms = self.saved
+
+
+def mark_broken(level):
+    """An ``out=`` op at `level` wrote values that vary across the batch (see
+    `LEVELS.broken`)."""
+    LEVELS.broken = LEVELS.broken | {level}
+
+
+_NO_STORAGE = "Cannot access data pointer of Tensor that doesn't have storage"   # tolist
+_THROUGH_TRANSFORM = (
+    "vmap: It looks like you're either (1) calling .item() on a Tensor or (2) attempting to "
+    "use a Tensor in some data-dependent control flow or (3) encountering this error in "
+    "PyTorch internals. For (1): we don't support vmap over calling .item() on a Tensor, "
+    "please try to rewrite what you're doing with other operations. For (2): we don't "
+    "support data-dependent control flow in vmap yet, please file an issue at "
+    "https://github.com/pytorch/pytorch/issues . For (3): please file an issue.")
+
 _FIELDS = (("_storage", None), ("_grad", None), ("_base", None), ("_grad_acc", None),
            ("_hooks", None), ("_retains_grad", False), ("_post_acc_hooks", None),
            ("_output_nr", 0), ("_inference", False))
 
 
-def wrap(value, bdim, level):
+def wrap(value, bdim, level, same=False):
     """`value` (plain or batched at an outer level) as a BatchedTensor at `level` whose batch
-    dim is `bdim` of value's (logical) dims."""
+    dim is `bdim` of value's (logical) dims; `same`: every sample along it is equal."""
     t = _new(BatchedTensor)
     shape = value.shape
     st = value.stride()
@@ -159,7 +227,7 @@ def wrap(value, bdim, level):
     t.dtype = value.dtype
     for k, v in _FIELDS:
         object.__setattr__(t, k, v)
-    t._value, t._bdim, t._level = value, bdim, level
+    t._value, t._bdim, t._level, t._same = value, bdim, level, same
     return t
 
 
@@ -230,13 +298,29 @@ def _plain_front(x):
     return inner, order + [x._level]
 
 
-def from_physical(p, levels):
+def from_physical(p, levels, like=None):
     """The inverse of `to_physical`: a value batched at each of `levels` (dims 0, 1, ... of
-    plain tensor `p`, outermost first)."""
+    plain tensor `p`, outermost first). With `like` (the value `p` was made from by
+    `to_physical`), the wrappers at the levels where `like` is not batched are marked
+    `_same`: those dims of `p` are expansions (or, for a transform's dual or leaf made
+    from them, have expanded primal values)."""
     t = p
+    varying = _varying_levels(like) if like is not None else None
     for lv in levels:
-        t = wrap(t, 0, lv.level if isinstance(lv, Level) else lv)
+        lid = lv.level if isinstance(lv, Level) else lv
+        t = wrap(t, 0, lid, varying is not None and lid not in varying)
     return t
+
+
+def _varying_levels(x):
+    """The levels (ids) at which `x` is batched and not marked `_same`."""
+    broken = LEVELS.broken
+    out = set()
+    while type(x) is BatchedTensor:
+        if not x._same or x._level in broken:
+            out.add(x._level)
+        x = x._value
+    return out
 
 
 def make_batched(x, levels=None):

@@ -17,6 +17,11 @@ computed once; reverse mode inside it works on the values not batched there
 (`active_levels`, `check_unbatched`: a forward_ad.dual_level entered inside a vmap is the
 one way to meet batched ones).
 
+An expanded primal is still unbatched for torch: its wrappers at the levels that do not
+batch it are marked as holding the same value in every sample (`from_physical(..., like=)`,
+`_batched.BatchedTensor._same`), so Python control flow on it (``if x.sum() > 0``,
+``.item()``) works as in torch, and writing a batched value into it in place is refused.
+
 This module is the one place that knows vmap's internals (ember/func/_batched.py); when vmap
 is not active everything here is the identity.
 
@@ -77,6 +82,13 @@ def dual_below_vmaps(primals, basis_level=None):
     return any(basis_level in _b.batched_levels(p) for p in primals)
 
 
+def running():
+    """Context manager around a derivative transform's call of its function: a refusal of
+    Python control flow on a value batched by a vmap around it gets torch's wording for
+    reads through a transform."""
+    return _b.transform_running()
+
+
 def innermost_level():
     """The id of the innermost running vmap level (None outside vmap)."""
     levels = _b.active_levels()
@@ -118,12 +130,16 @@ def to_physical(x, levels):
     return _b.to_physical(x, levels)
 
 
-def from_physical(p, levels):
+def from_physical(p, levels, like=None):
     """The inverse of `to_physical`: the leading dims of `p` become the batch dims of
-    `levels`."""
+    `levels`. With `like` (the value `p` was made from: a transform's primal), the levels
+    where `like` is not batched are marked as holding the same value in every sample: there
+    the primal was only expanded, and Python control flow on it is allowed, as torch.func
+    allows it on a primal its vmap does not batch (``vmap(lambda t: jvp(f, (x,), (t,)))``
+    with ``if x.sum() > 0`` in `f`)."""
     if not levels:
         return p
-    return _b.from_physical(p, levels)
+    return _b.from_physical(p, levels, like)
 
 
 def batch_sizes(levels):

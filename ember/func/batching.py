@@ -33,7 +33,7 @@ from ..ops import registry as R
 from ..ops import batch_rules as _br
 from ..ops.reduce_common import ALL_DIMS
 from ._batched import (BatchedTensor, wrap, LEVELS, Level, active_levels,  # noqa: F401
-                       level_sizes, to_physical, from_physical, make_batched)
+                       level_sizes, to_physical, from_physical, make_batched, mark_broken)
 
 _RANDOM_ERROR = ("vmap: called random operation while in randomness error mode. Please either "
                  "use the 'same' or 'different' randomness flags on vmap or perform the "
@@ -146,13 +146,15 @@ class VmapMode:
             return self._random(op, fn, args, kwargs, hit)
         if not hit:
             return _redispatch(op, fn, args, kwargs)
+        # a deterministic op on values each the same in every sample makes such a value
+        same = _all_same(args, kwargs, lvl)
         ids = set()
         pargs = tuple(self._unwrap(a, ids) for a in args)
         pkw = {k: self._unwrap(v, ids) for k, v in kwargs.items()} if kwargs else kwargs
         v = Batch(op, fn, self.size, ids, self, (args, kwargs))
         inplace = _is_inplace(op, fn)
         if inplace:
-            _check_inplace(v, args, pargs)
+            _check_inplace(v, args, pargs, same)
         rule = rule_for(op, fn)
         r = NotImplemented if rule is None else rule(v, pargs, pkw)
         if r is NotImplemented and isinstance(op, R.OpDef) and op.decomp is not None:
@@ -161,9 +163,11 @@ class VmapMode:
             r = fallback(v, pargs, pkw, _op_name(op, fn))
         if inplace and type(args[0]) is BatchedTensor:
             return args[0]
+        if not same and kwargs and "out" in kwargs:
+            mark_broken(lvl)
         if type(r) is _Unwrapped:
             return r.value
-        return self._wrap(r)
+        return self._wrap(r, same)
 
     def _unwrap(self, x, ids):
         if type(x) is BatchedTensor and x._level == self.level:
@@ -176,14 +180,14 @@ class VmapMode:
             return type(x)(self._unwrap(t, ids) for t in x)
         return x
 
-    def _wrap(self, r):
+    def _wrap(self, r, same=False):
         if isinstance(r, Tensor):
-            return wrap(r, 0, self.level)
+            return wrap(r, 0, self.level, same)
         if isinstance(r, tuple):
-            items = [self._wrap(x) for x in r]
+            items = [self._wrap(x, same) for x in r]
             return type(r)(*items) if hasattr(type(r), "_fields") else type(r)(items)
         if isinstance(r, list):
-            return [self._wrap(x) for x in r]
+            return [self._wrap(x, same) for x in r]
         return r
 
     # ---- random ops (OpDef.impure) ----
@@ -197,7 +201,8 @@ class VmapMode:
         same = self.randomness == "same"
         if _is_inplace(op, fn):
             self_ = pargs[0]
-            if not v.is_batched(self_):
+            # (a value marked `_same` is unbatched for torch: no per-sample draws into it)
+            if not v.is_batched(self_) or (not same and _trusted_same(args[0], self.level)):
                 if same and not hit:
                     return _redispatch(op, fn, args, kwargs)
                 raise RuntimeError("vmap: Cannot ask for different inplace randomness on an "
@@ -222,6 +227,34 @@ class VmapMode:
             if r is not NotImplemented:
                 return self._wrap(r)
         return self._wrap(fallback(v, pargs, pkw, _op_name(op, fn), warn=False))
+
+
+def _all_same(args, kwargs, lvl):
+    """Whether every argument batched at level `lvl` is marked `_same` (and the mark is
+    trusted there: no in-place op has broken it)."""
+    if lvl in LEVELS.broken:
+        return False
+    for a in args:
+        if type(a) is BatchedTensor:
+            if a._level == lvl and not a._same:
+                return False
+        elif type(a) in (list, tuple):
+            for t in a:
+                if type(t) is BatchedTensor and t._level == lvl and not t._same:
+                    return False
+    if kwargs:
+        for a in kwargs.values():
+            if type(a) is BatchedTensor and a._level == lvl and not a._same:
+                return False
+    return True
+
+
+def _trusted_same(t, lvl):
+    """Whether `t` is batched at `lvl` and marked `_same` there: torch's vmap does not batch
+    it (a derivative transform's primal), so in-place ops writing varying values into it
+    are refused as they are for an unbatched self."""
+    return type(t) is BatchedTensor and t._level == lvl and t._same and \
+        lvl not in LEVELS.broken
 
 
 def _random_fresh(v, op, fn, args, kwargs):
@@ -439,20 +472,24 @@ def _logical_result_dtype(v, args, rule, name):
         return None
 
 
-def _check_inplace(v, args, pargs):
-    """torch's refusal: an in-place op cannot write a batched value into an unbatched self."""
+def _check_inplace(v, args, pargs, same):
+    """torch's refusal: an in-place op cannot write a batched value into an unbatched self
+    (or one marked `_same`: unbatched for torch, see `_trusted_same`)."""
     self_ = pargs[0]
-    if isinstance(self_, Tensor) and not v.is_batched(self_):
-        for a in pargs[1:]:
-            if isinstance(a, Tensor) and v.is_batched(a):
-                shape = list(self_.shape)
-                raise RuntimeError(
-                    f"vmap: inplace arithmetic(self, *extra_args) is not possible because "
-                    f"there exists a Tensor `other` in extra_args that has more elements than "
-                    f"`self`. This happened due to `other` being vmapped over but `self` not "
-                    f"being vmapped over in a vmap (output with shape {shape} doesn't match "
-                    f"the broadcast shape {[v.size] + shape}). Please try to use out-of-place "
-                    "operators instead of inplace arithmetic.")
+    if not (isinstance(self_, Tensor) and not v.is_batched(self_)):
+        if same or not _trusted_same(args[0], v.mode.level):
+            return
+        self_ = args[0]
+    for a in pargs[1:]:
+        if isinstance(a, Tensor) and v.is_batched(a):
+            shape = list(self_.shape)
+            raise RuntimeError(
+                f"vmap: inplace arithmetic(self, *extra_args) is not possible because "
+                f"there exists a Tensor `other` in extra_args that has more elements than "
+                f"`self`. This happened due to `other` being vmapped over but `self` not "
+                f"being vmapped over in a vmap (output with shape {shape} doesn't match "
+                f"the broadcast shape {[v.size] + shape}). Please try to use out-of-place "
+                "operators instead of inplace arithmetic.")
 
 
 _inplace_pointwise = _br.inplace

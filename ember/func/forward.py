@@ -84,8 +84,9 @@ def _jvp(func, p_leaves, t_leaves, spec, has_aux, basis_level=None):
                 t = t.to(p.dtype)
             d = fwad.make_dual(_ph.to_physical(p, levels), _ph.to_physical(t, levels),
                                level=level)
-            duals.append(_ph.from_physical(d, levels))
-        out = func(*tree_unflatten(duals, spec))
+            duals.append(_ph.from_physical(d, levels, like=p))
+        with _ph.running():
+            out = func(*tree_unflatten(duals, spec))
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise RuntimeError("jvp(f, primals, tangents): output of function f should be "

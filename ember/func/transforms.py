@@ -85,7 +85,7 @@ def _new_leaf(x, levels):
         leaf = p.view_as(p).requires_grad_()       # (detach would drop the tangent)
     else:
         leaf = p.detach().requires_grad_()
-    return _ph.from_physical(leaf, levels), leaf
+    return _ph.from_physical(leaf, levels, like=x), leaf
 
 
 # The fresh leaves of transforms that have returned (id -> weak reference): nothing outside
@@ -200,8 +200,9 @@ def _grad_and_value(func, argnums, has_aux, args, kwargs):
     with enable_grad():
         made = [_new_leaf(x, levels) for x in leaves]
         phys = [p for _, p in made]
-        out = func(*replace_args(args, nums, tree_unflatten([v for v, _ in made], spec)),
-                   **kwargs)
+        with _ph.running():
+            out = func(*replace_args(args, nums, tree_unflatten([v for v, _ in made], spec)),
+                       **kwargs)
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise RuntimeError("grad_and_value(f)(*args): output of function f should be "
@@ -248,7 +249,8 @@ def vjp(func, *primals, has_aux=False):
     with enable_grad():
         made = [_new_leaf(x, levels) for x in leaves]
         phys = [p for _, p in made]
-        out = func(*tree_unflatten([v for v, _ in made], spec))
+        with _ph.running():
+            out = func(*tree_unflatten([v for v, _ in made], spec))
         if has_aux:
             if not (isinstance(out, tuple) and len(out) == 2):
                 raise RuntimeError("vjp(f, *primals): output of function f should be a tuple: "

@@ -142,6 +142,8 @@ def _run(func, flat, spec, dims, size, out_dims, randomness, kwargs, name):
     finally:
         state.modes = tuple(m for m in state.modes if m is not mode)
         LEVELS.stack = saved_levels
+        if level in LEVELS.broken:
+            LEVELS.broken = LEVELS.broken - {level}
     return _unwrap_outputs(out, out_dims, level, size, name)
 
 

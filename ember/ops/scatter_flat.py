@@ -237,8 +237,11 @@ def argwhere(input):
 
 # ---- registration: functions, methods, in-place forms (copy_ into self) ----------------------
 register_each(globals(), EXTERN, (
-    index_put, masked_scatter, masked_select, take, take_along_dim, nonzero, argwhere),
+    index_put, masked_scatter, masked_select, take, take_along_dim),
     jvp=LINEAR)     # linear in their floating-point tensors together
+# integer results, no tangent (not linear: applied to a tangent they would give the tangent's
+# own non-zero pattern, which linearize would record and replay)
+register_each(globals(), EXTERN, (nonzero, argwhere))
 put = register(OpDef("put", EXTERN, jvp=LINEAR), put)
 for _f in (index_put, masked_scatter, put):
     METHODS[_f.__name__ + "_"] = _inplace(_f)

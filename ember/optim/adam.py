@@ -3,7 +3,7 @@ import math
 
 import numpy as np
 
-from .fused_steps import adam_update
+from .fused_steps import adam_step, fusable
 from .optimizer import (Optimizer, _regularized_grad, _grads, _incr_step, _lerp_, _scalar,
                         _step_tensor, _zeros_like, _eval_closure)
 
@@ -50,6 +50,7 @@ class Adam(Optimizer):
             eps, wd = group["eps"], group["weight_decay"]
             amsgrad, maximize = group["amsgrad"], group["maximize"]
             decoupled = group["decoupled_weight_decay"]
+            fused = []
             for p, x, g in _grads(group):
                 st = self.state[p]
                 if not st:
@@ -59,21 +60,19 @@ class Adam(Optimizer):
                     if amsgrad:
                         st["max_exp_avg_sq"] = _zeros_like(p)
                 step = _incr_step(st["step"])
-                if adam_update(x, g, st["exp_avg"]._data, st["exp_avg_sq"]._data,
-                               st["max_exp_avg_sq"]._data if amsgrad else None, lr=lr,
-                               beta1=beta1, beta2=beta2, eps=eps, weight_decay=wd,
-                               decoupled=decoupled, maximize=maximize, step=step):
-                    p._bump_version()        # one C pass, bitwise the NumPy path below
+                m, v = st["exp_avg"]._data, st["exp_avg_sq"]._data
+                vmax = st["max_exp_avg_sq"]._data if amsgrad else None
+                if fusable(x, g, m, v, vmax):
+                    fused.append((x, g, m, v, vmax, step))    # for the group's one C call,
+                    p._bump_version()                        # bitwise the NumPy path below
                     continue
                 g = _regularized_grad(g, x, wd, maximize, lr, decoupled)
-                m, v = st["exp_avg"]._data, st["exp_avg_sq"]._data
                 _lerp_(m, g, 1 - beta1)
                 v *= beta2
                 v += (1 - beta2) * g * g
                 step_size = lr / (1 - beta1 ** step)
                 bc2_sqrt = math.sqrt(1 - beta2 ** step)
                 if amsgrad:
-                    vmax = st["max_exp_avg_sq"]._data
                     np.maximum(vmax, v, out=vmax)
                     denom = np.sqrt(vmax)
                 else:
@@ -82,6 +81,9 @@ class Adam(Optimizer):
                 denom += eps
                 x += (-step_size) * (m / denom)
                 p._bump_version()
+            if fused:
+                adam_step(fused, lr=lr, beta1=beta1, beta2=beta2, eps=eps, weight_decay=wd,
+                          decoupled=decoupled, maximize=maximize)
         return loss
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..core.tensor import Tensor
-from .fused_steps import sgd_update
+from .fused_steps import fusable, sgd_step
 from .optimizer import Optimizer, _regularized_grad, _grads, _scalar, _eval_closure
 
 
@@ -41,8 +41,9 @@ class SGD(Optimizer):
             lr = _scalar(group["lr"])
             momentum, dampening = group["momentum"], group["dampening"]
             wd, nesterov, maximize = group["weight_decay"], group["nesterov"], group["maximize"]
+            fused = []
             for p, x, g in _grads(group):
-                if self._fused_update(p, x, g, lr, momentum, dampening, wd, nesterov, maximize):
+                if self._queue_fused(p, x, g, momentum, fused):
                     continue
                 g = _regularized_grad(g, x, wd, maximize)
                 if momentum != 0:
@@ -64,28 +65,29 @@ class SGD(Optimizer):
                     g = g + momentum * b if nesterov else b
                 x += (-lr) * g
                 p._bump_version()
+            if fused:
+                sgd_step(fused, lr=lr, momentum=momentum, dampening=dampening,
+                         weight_decay=wd, nesterov=nesterov, maximize=maximize)
         return loss
 
-    def _fused_update(self, p, x, g, lr, momentum, dampening, wd, nesterov, maximize):
-        """The update in one C pass (fused_steps.py: bitwise the NumPy path below it);
-        False where that kernel does not apply."""
+    def _queue_fused(self, p, x, g, momentum, fused):
+        """Queue p's update for the group's one C call (fused_steps.py: bitwise the NumPy
+        path); False where that kernel does not apply."""
         buf, first = None, False
         if momentum != 0:
             st = self.state[p]
             buf = st.get("momentum_buffer")
             if buf is None:
-                if not (x.flags.c_contiguous and g.flags.c_contiguous):
+                if not fusable(x, g):
                     return False
-                first = True
-                st["momentum_buffer"] = buf = Tensor._make(np.empty_like(g), p.dtype)
-        done = sgd_update(x, g, None if buf is None else buf._data, lr=lr, momentum=momentum,
-                          dampening=dampening, weight_decay=wd, nesterov=nesterov,
-                          maximize=maximize, first=first)
-        if not done:
-            if first:
-                del self.state[p]["momentum_buffer"]
+                first = True          # (the kernel sets it to the gradient, as below)
+                st["momentum_buffer"] = buf = Tensor._make(np.array(g, copy=True), p.dtype)
+            elif not fusable(x, g, buf._data):
+                return False
+            else:
+                buf._bump_version()
+        elif not fusable(x, g):
             return False
-        if buf is not None and not first:
-            buf._bump_version()
+        fused.append((x, g, None if buf is None else buf._data, first))
         p._bump_version()
         return True

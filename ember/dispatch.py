@@ -96,12 +96,17 @@ def checked_scalar(x, dt):
     """A Python number converted where PyTorch checks that it fits `dt` (fill values, clamp
     bounds, pow exponents): RuntimeError on overflow, like c10's checked_convert. Integers may
     wrap into unsigned types down to -max; floats truncate toward zero; inf/nan never fit an
-    integral type; finite floats beyond a floating type's range do not fit it."""
+    integral type; finite floats beyond a floating type's range do not fit it (nor finite
+components beyond a complex type's)."""
     if dt is D.bool_:
         return bool(x)
     if isinstance(x, bool):
         return int(x)
-    if dt.is_complex:
+    if dt.is_complex:       # each component as a float of the component type
+        z, top = complex(x), float(np.finfo(dt.np).max)
+        if any(math.isfinite(c) and abs(c) > top for c in (z.real, z.imag)):
+            raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} "
+                               "without overflow")
         return x
     if isinstance(x, complex):
         raise RuntimeError(f"value cannot be converted to type {CPP_TYPES[dt.name]} without "

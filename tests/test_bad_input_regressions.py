@@ -236,6 +236,26 @@ CASES = {
     "fill_ int64 2**63": lambda lib: lib.zeros(2, dtype=lib.int64).fill_(2 ** 63),
     "fill_ uint8 2**64": lambda lib: lib.zeros(2, dtype=lib.uint8).fill_(2 ** 64),
     "fill_ int64 -2**63-1": lambda lib: lib.zeros(2, dtype=lib.int64).fill_(-2 ** 63 - 1),
+    # past uint64 the parser refuses a Scalar for every dtype, floats included
+    "fill_ float32 2**64": lambda lib: lib.zeros(2).fill_(2 ** 64),
+    "fill_ float64 -2**63-1": lambda lib: lib.zeros(2, dtype=lib.float64).fill_(-2 ** 63 - 1),
+    "fill_ float32 2**64-1": lambda lib: lib.zeros(2).fill_(2 ** 64 - 1),
+    "fill_ uint8 -1 wraps": lambda lib: lib.zeros(2, dtype=lib.uint8).fill_(-1),
+    # torch.fill takes fill_'s Scalar checks (it raised NumPy's ValueError)
+    "fill int64 2**63": lambda lib: lib.fill(lib.zeros(2, dtype=lib.int64), 2 ** 63),
+    "fill float32 2**64": lambda lib: lib.fill(lib.zeros(2), 2 ** 64),
+    "fill int8 300": lambda lib: lib.fill(lib.zeros(2, dtype=lib.int8), 300),
+    "fill uint8 -1 wraps": lambda lib: lib.fill(lib.zeros(2, dtype=lib.uint8), -1),
+    # a complex Scalar's finite components must fit the component type (c10's check)
+    "fill_ complex64 1e300": lambda lib: lib.zeros(2, dtype=lib.complex64).fill_(1e300),
+    "fill_ complex64 1j*1e300": lambda lib: lib.zeros(2, dtype=lib.complex64).fill_(1e300j),
+    "fill_ complex64 inf+1j": lambda lib: lib.zeros(2, dtype=lib.complex64).fill_(
+        complex(math.inf, 1)),
+    "fill_ complex128 1e300": lambda lib: lib.zeros(2, dtype=lib.complex128).fill_(1e300),
+    "full complex64 -1e39": lambda lib: lib.full((2,), -1e39, dtype=lib.complex64),
+    "addcmul complex64 value=1e300": lambda lib: lib.addcmul(
+        lib.ones(2, dtype=lib.complex64), lib.ones(2, dtype=lib.complex64),
+        lib.ones(2, dtype=lib.complex64), value=1e300),
 }
 for _name in ("elu", "selu", "celu", "silu", "softplus", "mish", "hardswish", "hardsigmoid",
               "logsigmoid", "leaky_relu", "hardshrink", "softshrink", "glu"):

@@ -12,7 +12,7 @@ from ..core.meta import MetaArray, copy_out_error
 from ..core.tensor import empty_meta
 from .creation import strided_array, layout_for, wrap_strided
 from ..core import strides as S
-from ..dispatch import wrap, torch_name, checked_scalar, check_overlap
+from ..dispatch import wrap, torch_name, fill_scalar, check_overlap
 from ..autograd.grad_mode import state
 from ..autograd import graph
 from . import batch_rules as _br
@@ -209,7 +209,7 @@ def fill_(self, value):
         v = value._data
         check_overlap(self)   # a tensor value is copied, and copies refuse expanded tensors
     else:
-        v = checked_scalar(value, self.dtype)   # like PyTorch: fill_(300) on uint8 raises
+        v = fill_scalar(value, self.dtype)   # like PyTorch: fill_(300) on uint8 raises
     if type(self._data) is MetaArray:       # nothing to write
         self._bump_version()
         return self

@@ -13,7 +13,7 @@ import numpy as np
 from ..core import dtype as D
 from ..core import strides as S
 from ..core.tensor import Tensor
-from ..dispatch import wrap
+from ..dispatch import fill_scalar, wrap
 from ..dispatch_args import int_arg
 from .registry import OpDef, COMPOSITE, EXTERN, FUNCTIONS as F, METHODS, register
 from ..core.meta import MetaData
@@ -188,6 +188,7 @@ def fill(input, value):
     if isinstance(value, Tensor) and value.dim() != 0:
         raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                            f"{value.dim()} dimensions.")
+    value = fill_scalar(value, input.dtype)     # fill_'s checks: 2**64, 300 into uint8, ...
     mask = F["ones_like"](input, dtype=D.bool_)
     return F["where"](mask, value, input).to(input.dtype)
 
@@ -320,7 +321,7 @@ as_strided_scatter = _reg(as_strided_scatter)
 index_reduce = _reg(index_reduce)
 renorm = _reg(renorm)
 nonzero_static = _reg(nonzero_static, kind=EXTERN)
-fill = _reg(fill, method=False)
+fill = _reg(fill, method=False, uint64_scalars={"value"})   # (a Scalar, as fill_'s)
 is_same_size = _reg(is_same_size, kind=EXTERN)
 get_device = _reg(get_device, kind=EXTERN)
 typename = _reg(typename, method=False, kind=EXTERN)

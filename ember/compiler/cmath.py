@@ -101,9 +101,13 @@ static inline double em_log_core(double x, double *kout) {
     int sub = x < 2.2250738585072014e-308;
     double xs = sub ? x * 18014398509481984.0 : x;             /* 2^54 */
     int64_t ix = em_dbits(xs);
-    int64_t k = (ix - 0x3fe6a09e667f3bcdLL) >> 52;
+    /* k = (ix - c) >> 52 arithmetically, written as a logical shift of a value made
+       non-negative (+2^62), and (double)k by the 1.5 * 2^52 trick: AVX2 has neither a
+       64-bit arithmetic shift nor an int64 -> double conversion (AVX-512 has both), and
+       GCC would not vectorise the loop without them */
+    int64_t k = (int64_t)((uint64_t)(ix - 0x3fe6a09e667f3bcdLL + (1LL << 62)) >> 52) - 1024;
     double m = em_dfrom(ix - (k << 52));
-    *kout = (double)k - (sub ? 54.0 : 0.0);
+    *kout = (em_dfrom(k + 0x4338000000000000LL) - 6755399441055744.0) - (sub ? 54.0 : 0.0);
     return m - 1.0;
 }
 

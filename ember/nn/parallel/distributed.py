@@ -264,9 +264,9 @@ class _Bucket:
             offset += n
 
     def renew(self):
-        """A new buffer (every slot is written before the bucket is reduced)."""
-        self._fill(empty(self.buffer.shape[0], dtype=self.buffer.dtype,
-                         device=self.buffer.device))
+        """A new buffer, uninitialised (every slot is written before the bucket is
+        reduced); empty_like keeps the array's kind (NumPy or CuPy)."""
+        self._fill(Tensor._make(np.empty_like(self.buffer._data), self.buffer.dtype))
 
 
 def _assign_buckets(params, order, cap_bytes, first_cap_bytes):

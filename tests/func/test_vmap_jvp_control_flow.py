@@ -126,11 +126,13 @@ def _compare(got, want):
     return None, None
 
 
-@pytest.mark.parametrize("body", BODIES)
-@pytest.mark.parametrize("case", CASES)
+# (not compared: nonzero of a batched value, which torch's vmap refuses and ember's runs as
+# a loop over the batch, a documented difference)
+PAIRS = [(c, b) for b in BODIES for c in CASES if not (b == "nonzero" and c in DYNAMIC_SHAPE)]
+
+
+@pytest.mark.parametrize("case,body", PAIRS)
 def test_vmap_of_transform_with_control_flow_matches_torch(case, body):
-    if body == "nonzero" and case in DYNAMIC_SHAPE:
-        pytest.skip("torch refuses vmap of nonzero on batched values; ember loops")
     want = _outcome(_cases(torch.func, torch, _bodies(torch)[body])[case])
     got = _outcome(_cases(efunc, ember, _bodies(ember)[body])[case])
     terr, eerr = _compare(got, want)

@@ -244,6 +244,9 @@ from .amp import (autocast, is_autocast_enabled, get_autocast_dtype, set_autocas
 from .autograd import is_anomaly_enabled, set_detect_anomaly  # noqa: E402,F401
 
 from . import profiler  # noqa: E402,F401
+# torch.profiler re-exports the optimizers' global step hook; ember.profiler's layer sits
+# below optim's, so the top namespace hands it over
+profiler.register_optimizer_step_post_hook = optim.register_optimizer_step_post_hook
 from . import memory  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401

@@ -95,6 +95,9 @@ def _plain_step(self, wrapper, step, *args, **kwargs):
 
 
 def _hooked(self, step, pre, args, kwargs):
+    # torch hands the hooks the step's whole positional arguments, the optimizer first, and a
+    # pre-hook's replacement args include it too
+    args = (self,) + tuple(args)
     for hook in chain(_global_step_pre_hooks.values(), pre.values()):
         res = hook(self, args, kwargs)
         if res is not None:
@@ -102,7 +105,7 @@ def _hooked(self, step, pre, args, kwargs):
                 raise RuntimeError(f"{hook} must return None or a tuple of (new_args, "
                                    f"new_kwargs), but got {res}.")
             args, kwargs = res
-    out = step(self, *args, **kwargs)
+    out = step(*args, **kwargs)
     for hook in chain(self._optimizer_step_post_hooks.values(),
                       _global_step_post_hooks.values()):
         hook(self, args, kwargs)

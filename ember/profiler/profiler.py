@@ -1,10 +1,12 @@
 """The profiler: timed spans around ops, self/total times per name, chrome trace export.
 
-`profile.__enter__` pushes a mode onto dispatch's mode stack, so every op call (functions,
-Tensor methods and operators) runs inside a timed span, and times the backward engine's
-per-node call; `__exit__` pops it. The mode only observes: ops take the same paths as
-unprofiled (a composite op is one span around its fast path, see ember/ops/nn_ops.py). Spans nest, so an op's self time excludes the ops it
-called. Names are ``ember::<op>`` and ``autograd::engine::evaluate_function: <Node>``.
+`profile.start_trace` (from ``__enter__``, or from a ``step()`` whose schedule starts
+recording; ember/profiler/scheduling.py) pushes a mode onto dispatch's mode stack, so every
+op call (functions, Tensor methods and operators) runs inside a timed span, and times the
+backward engine's per-node call; `stop_trace` pops it. The mode only observes: ops take the
+same paths as unprofiled (a composite op is one span around its fast path, see
+ember/ops/nn_ops.py). Spans nest, so an op's self time excludes the ops it called. Names
+are ``ember::<op>`` and ``autograd::engine::evaluate_function: <Node>``.
 
 ``profile_memory=True`` switches memory counting on (ember/core/memory_stats.py) and gives
 each span the bytes allocated minus freed while it ran (``cpu_memory_usage``; without its
@@ -13,27 +15,68 @@ instant event per allocation and free in the Chrome trace, as torch writes them.
 ``with_stack=True`` keeps the user's frames of each span (``stack``), which
 ``key_averages(group_by_stack_n=N)`` groups by.
 """
+import gzip
 import json
 import os
 import sys
 import threading
 import time
-from collections import defaultdict
+import warnings
 
 from ..core import memory_stats as _ms
 from ..autograd.profiler_types import ProfilerActivity  # torch.autograd's enum, re-exported
+from .scheduling import (ProfilerAction, KinetoStepTracker, _default_schedule_fn,
+                         supported_activities)
+
+_STEP_REQUESTER = "ProfilerStep"     # prof.step()'s name in KinetoStepTracker
+_WARNED = set()
+
+# (previous action, next action; None: the profile stops) -> what to do, in order: torch's
+# transitions. "prepare" starts a cycle, "start"/"stop" switch recording, "ready" calls
+# on_trace_ready, "warn" flags a schedule that leaves a cycle unfinished.
+_N, _W, _R, _RS = (ProfilerAction.NONE, ProfilerAction.WARMUP, ProfilerAction.RECORD,
+                   ProfilerAction.RECORD_AND_SAVE)
+_TRANSITIONS = {
+    (_N, _W): ("prepare",), (_N, _R): ("prepare", "start"), (_N, _RS): ("prepare", "start"),
+    (_W, _N): ("warn", "start", "stop"), (_W, _R): ("start",), (_W, _RS): ("start",),
+    (_R, _N): ("warn", "stop"), (_R, _W): ("warn", "stop"),
+    (_RS, _N): ("stop", "ready"), (_RS, _W): ("stop", "ready", "prepare"),
+    (_RS, _R): ("stop", "ready", "prepare", "start"),
+    (_RS, _RS): ("stop", "ready", "prepare", "start"),
+    (_W, None): ("start", "stop"), (_R, None): ("stop", "ready"), (_RS, None): ("stop", "ready"),
+}
+
+
+def _checked(action):
+    if action == ProfilerAction.DEVICE_STOPPED:
+        raise ValueError("ProfilerAction.DEVICE_STOPPED is set internally by the profiler and "
+                         "must not be returned by a user-provided schedule")
+    return action
+
+
+def _warn_once(msg):
+    if msg not in _WARNED:
+        _WARNED.add(msg)
+        warnings.warn(msg, stacklevel=3)
 
 _lock = threading.Lock()
 _active = [None]
 
 
 class FunctionEvent:
-    """One timed span: name, start/end (ns, perf_counter), self time, thread, depth."""
-    __slots__ = ("name", "start_ns", "end_ns", "self_ns", "thread", "depth", "shapes",
-                 "cpu_memory_usage", "self_cpu_memory_usage", "stack")
+    """One timed span: name, start/end (ns, perf_counter), self time, thread, depth.
+
+    ``name`` is what tables group by: torch's ``ProfilerStep*`` for every ``ProfilerStep#N``
+    step label, whose own name stays in ``trace_name`` (the Chrome trace's). ``cat`` is the
+    trace category: ``cpu_op`` for ops, ``user_annotation`` for record_function spans."""
+    __slots__ = ("name", "trace_name", "cat", "start_ns", "end_ns", "self_ns", "thread",
+                 "depth", "shapes", "cpu_memory_usage", "self_cpu_memory_usage", "stack")
 
     def __init__(self, name, start_ns, end_ns, self_ns, thread, depth, shapes=None,
-                 mem=0, self_mem=0, stack=None):
+                 mem=0, self_mem=0, stack=None, cat="cpu_op"):
+        self.trace_name, self.cat = name, cat
+        if name.startswith("ProfilerStep#"):
+            name = "ProfilerStep*"
         self.name, self.start_ns, self.end_ns = name, start_ns, end_ns
         self.self_ns, self.thread, self.depth, self.shapes = self_ns, thread, depth, shapes
         self.cpu_memory_usage, self.self_cpu_memory_usage = mem, self_mem
@@ -130,20 +173,151 @@ class EventList(list):
 
 
 class profile:
-    """Context manager that records a span per op call (see the module docstring)."""
+    """Context manager that records a span per op call (see the module docstring).
 
-    def __init__(self, activities=None, *, record_shapes=False, profile_memory=False,
-                 with_stack=False, with_flops=False, with_modules=False, schedule=None,
-                 on_trace_ready=None, use_cuda=None, enabled=True):
+    With ``schedule=`` (ember.profiler.schedule) each ``step()`` asks it what the next step
+    does; the transitions below are torch's: a cycle's events are cleared when it is prepared
+    (unless ``acc_events=True``), recorded only in RECORD / RECORD_AND_SAVE steps, and
+    ``on_trace_ready(prof)`` runs when it ends, with ``key_averages()`` / ``events()`` /
+    ``export_chrome_trace()`` giving that cycle. Without a schedule every step records and the
+    trace ends at ``__exit__`` / ``stop()``."""
+
+    def __init__(self, activities=None, *, schedule=None, on_trace_ready=None,
+                 record_shapes=False, profile_memory=False, with_stack=False, with_flops=False,
+                 with_modules=False, experimental_config=None, execution_trace_observer=None,
+                 acc_events=False, use_cuda=None, custom_trace_id_callback=None,
+                 post_processing_timeout_s=None, enabled=True):
+        acts = set()
+        for item in (supported_activities() if activities is None else activities):
+            if isinstance(item, dict):       # {activity: [activity type names]}
+                acts.update(item.keys())
+            else:
+                acts.add(item)
+        if use_cuda is not None:
+            warnings.warn("`use_cuda` is deprecated, use `activities` argument instead",
+                          FutureWarning, stacklevel=2)
+            if use_cuda:
+                acts.add(ProfilerActivity.CUDA)
+            else:
+                acts.discard(ProfilerActivity.CUDA)
+        if not acts:
+            raise AssertionError("No valid profiler activities found")
+        self.activities = acts
         self.record_shapes = record_shapes
         self.profile_memory = profile_memory
         self.with_stack = with_stack
-        self._memory_events = []
+        self.with_flops, self.with_modules = with_flops, with_modules
+        self.acc_events = acc_events
         self.enabled = enabled
         self.on_trace_ready = on_trace_ready
+        # a user schedule also marks each step in the trace ("ProfilerStep#N"), as torch does
+        self.record_steps = bool(schedule)
+        self.schedule = schedule if schedule else _default_schedule_fn
+        self.step_num = 0
+        self.step_rec_fn = None
+        self.current_action = _checked(self.schedule(0))
         self._events = []
+        self._memory_events = []
+        self._prepared = False           # torch: a cycle's profiler exists
+        self._recording = False          # the mode is installed
         self._stacks = threading.local()
         self._patches = []
+        KinetoStepTracker.init_step_count(_STEP_REQUESTER)
+
+    # ---- the schedule ----
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        KinetoStepTracker.erase_step_count(_STEP_REQUESTER)
+        return False
+
+    def start(self):
+        if not self.enabled:
+            return
+        self._transit(ProfilerAction.NONE, self.current_action)
+        self._open_step_label()
+
+    def stop(self):
+        if not self.enabled:
+            return
+        self._close_step_label()
+        self._transit(self.current_action, None)
+
+    def step(self):
+        """The next step starts: ask the schedule what it does, and act on the change."""
+        if not self.enabled:
+            self.step_num += 1
+            return
+        self._close_step_label()
+        prev = self.current_action
+        action = _checked(self.schedule(self.step_num + 1))   # checked before any change
+        self.step_num += 1
+        self.current_action = action
+        self._transit(prev, action)
+        if os.environ.get("KINETO_USE_DAEMON", ""):
+            KinetoStepTracker.increment_step(_STEP_REQUESTER)
+        self._open_step_label()
+
+    def _open_step_label(self):
+        # entered after the transition: recorded only when this step records
+        if self.record_steps:
+            self.step_rec_fn = record_function(f"ProfilerStep#{self.step_num}")
+            self.step_rec_fn.__enter__()
+
+    def _close_step_label(self):
+        if self.record_steps and self.step_rec_fn is not None:
+            fn, self.step_rec_fn = self.step_rec_fn, None
+            fn.__exit__(None, None, None)
+
+    def _transit(self, prev, action):
+        for what in _TRANSITIONS.get((prev, action), ()):
+            if what == "warn":
+                warnings.warn(f"Incorrect schedule: {prev.name} followed by {action.name}")
+            elif what == "prepare":
+                self.prepare_trace()
+            elif what == "start":
+                self.start_trace()
+            elif what == "stop":
+                self.stop_trace()
+            elif self.on_trace_ready is not None:     # "ready"
+                self.on_trace_ready(self)
+
+    def prepare_trace(self):
+        """A new cycle: forget the last one's events (all kept with ``acc_events=True``)."""
+        if self._prepared and not self.acc_events:
+            _warn_once("Warning: Profiler clears events at the end of each cycle. Only events "
+                       "from the current cycle will be reported. To keep events across "
+                       "cycles, set acc_events=True.")
+        if not self._prepared or not self.acc_events:
+            self._events = []
+            self._memory_events = []
+        self._prepared = True
+
+    def start_trace(self):
+        """Start recording: every op call and backward node gets a span from now on."""
+        with _lock:
+            if _active[0] is not None and _active[0] is not self:
+                raise RuntimeError("Profiler is already enabled on this thread")
+            _active[0] = self
+            self._install()
+            self._recording = True
+        if self.profile_memory:
+            _ms.enable()
+            _ms.add_listener(self._on_memory)
+
+    def stop_trace(self):
+        """Stop recording; the events stay until the next cycle is prepared."""
+        if not self._recording:
+            return
+        _ms.remove_listener(self._on_memory)
+        with _lock:
+            self._uninstall()
+            self._recording = False
+            if _active[0] is self:
+                _active[0] = None
 
     # ---- recording ----
     def _stack(self):
@@ -176,58 +350,49 @@ class profile:
                 used, used - frame[1], _user_stack() if self.with_stack else None))
 
     # ---- install / uninstall ----
-    def __enter__(self):
-        if not self.enabled:
-            return self
-        with _lock:
-            if _active[0] is not None:
-                raise RuntimeError("Profiler is already enabled on this thread")
-            _active[0] = self
-            self._install()
-        if self.profile_memory:
-            _ms.enable()
-            _ms.add_listener(self._on_memory)
-        self._t0 = time.perf_counter_ns()
-        return self
-
     def _on_memory(self, address, nbytes):
         self._memory_events.append((time.perf_counter_ns(), address, nbytes,
                                     _ms.current(), threading.get_ident()))
-
-    def __exit__(self, *exc):
-        if not self.enabled:
-            return False
-        _ms.remove_listener(self._on_memory)
-        with _lock:
-            for obj, name, original in reversed(self._patches):
-                setattr(obj, name, original)
-            self._patches.clear()
-            _active[0] = None
-        if self.on_trace_ready is not None:
-            self.on_trace_ready(self)
-        return False
 
     def _install(self):
         # every op passes dispatch's mode seam; the profiler is a mode that times the call
         from ember.autograd.grad_mode import state
         from ember.autograd import engine
-        state.modes = state.modes + (_ProfilerMode(self),)
-        self._patches.append((state, "modes", state.modes[:-1]))
+        self._mode = _ProfilerMode(self)
+        state.modes = state.modes + (self._mode,)
         original_run = engine._run_node
         prof = self
 
         def run_node(node, buf, create_graph):
             return prof._span("autograd::engine::evaluate_function: " + node.name(),
                               original_run, (node, buf, create_graph), {})
-        self._patches.append((engine, "_run_node", original_run))
+        self._patches.append((engine, "_run_node", original_run, run_node))
         engine._run_node = run_node
 
+    def _uninstall(self):
+        from ember.autograd.grad_mode import state
+        # take out this profile's mode only: stop_trace may run from a step() called under
+        # another mode pushed after start_trace, which must stay
+        state.modes = tuple(m for m in state.modes if m is not self._mode)
+        for obj, name, original, ours in reversed(self._patches):
+            if getattr(obj, name) is ours:
+                setattr(obj, name, original)
+        self._patches.clear()
+
     # ---- results ----
+    def _check_prepared(self, what):
+        # torch: nothing to report before the schedule first left NONE
+        if self.enabled and not self._prepared:
+            raise AssertionError(f"Profiler must be initialized before {what}")
+
     def events(self):
+        """The spans of the current (last) cycle, unaggregated."""
+        self._check_prepared("accessing events")
         return EventList(self._events, self.profile_memory)
 
-    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0):
-        groups = defaultdict(lambda: None)
+    def key_averages(self, group_by_input_shape=False, group_by_stack_n=0,
+                     group_by_overload_name=False):
+        self._check_prepared("getting key averages")
         out = {}
         for e in self._events:
             key = (e.name, str(e.shapes)) if group_by_input_shape else e.name
@@ -243,11 +408,12 @@ class profile:
             avg.self_cpu_time_total += e.self_cpu_time_total
             avg.cpu_memory_usage += e.cpu_memory_usage
             avg.self_cpu_memory_usage += e.self_cpu_memory_usage
-        del groups
         return EventList(out.values(), self.profile_memory, group_by_stack_n)
 
-    def export_chrome_trace(self, path):
-        """Write the spans as Chrome trace events (opens in Perfetto / chrome://tracing)."""
+    def export_chrome_trace(self, path, use_python_export=False):
+        """Write the spans as Chrome trace events (opens in Perfetto / chrome://tracing);
+        gzip-compressed when ``path`` ends in ``.gz``, as torch does."""
+        self._check_prepared("exporting chrome trace")
         t0 = min([e.start_ns for e in self._events] + [m[0] for m in self._memory_events],
                  default=0)
         pid = os.getpid()
@@ -259,7 +425,7 @@ class profile:
                 args["Self CPU Mem"] = e.self_cpu_memory_usage
             if e.stack:
                 args["Call stack"] = ";".join(e.stack)
-            events.append({"name": e.name, "ph": "X", "cat": "cpu_op",
+            events.append({"name": e.trace_name, "ph": "X", "cat": e.cat,
                            "ts": (e.start_ns - t0) / 1e3, "dur": (e.end_ns - e.start_ns) / 1e3,
                            "pid": pid, "tid": e.thread, "args": args})
         # torch's memory events: an instant per allocation (Bytes > 0) and free (Bytes < 0)
@@ -270,8 +436,12 @@ class profile:
                                     "Total Allocated": total, "Total Reserved": total,
                                     "Device Type": 0, "Device Id": -1}})
         trace = {"traceEvents": events, "displayTimeUnit": "ms"}
-        with open(path, "w") as f:
-            json.dump(trace, f)
+        if path.endswith(".gz"):
+            with gzip.open(path, "wt") as f:
+                json.dump(trace, f)
+        else:
+            with open(path, "w") as f:
+                json.dump(trace, f)
         return path
 
 
@@ -306,6 +476,8 @@ class _ProfilerMode:
     # calls made of many ops (a backward pass, an optimizer step): the profiler stays
     # active inside them so each of their ops gets its own span
     _COMPOUND = ("backward", "optimizer.step", "optimizer.zero_grad")
+    _LABELS = {"optimizer.step": "Optimizer.step#{}.step",
+               "optimizer.zero_grad": "Optimizer.zero_grad#{}.zero_grad"}
 
     def call(self, op, fn, args, kwargs):
         name = op if isinstance(op, str) else op.name
@@ -314,7 +486,12 @@ class _ProfilerMode:
             saved = state.modes
             state.modes = saved + (self,)
             try:
-                return fn(*args, **kwargs)
+                label = self._LABELS.get(name)
+                if label is None:
+                    return fn(*args, **kwargs)
+                # torch labels each optimizer call with its class (hooks included)
+                with record_function(label.format(type(args[0]).__name__)):
+                    return fn(*args, **kwargs)
             finally:
                 state.modes = saved
         return self.prof._span("ember::" + name.strip("_"), fn, args, kwargs)
@@ -340,6 +517,7 @@ class record_function:
         prof = self._prof
         if prof is None:
             return False
+        self._prof = None
         end = time.perf_counter_ns()
         stack = prof._stack()
         stack.pop()
@@ -348,10 +526,11 @@ class record_function:
         if stack:
             stack[-1][0] += dur
             stack[-1][1] += used
-        prof._events.append(FunctionEvent(
-            self.name, self._start, end, dur - self._frame[0], threading.get_ident(),
-            len(stack), None, used, used - self._frame[1],
-            _user_stack() if prof.with_stack else None))
+        if prof._recording:          # a span still open when its cycle stopped is dropped
+            prof._events.append(FunctionEvent(
+                self.name, self._start, end, dur - self._frame[0], threading.get_ident(),
+                len(stack), None, used, used - self._frame[1],
+                _user_stack() if prof.with_stack else None, "user_annotation"))
         return False
 
     def __call__(self, fn):

@@ -251,6 +251,7 @@ from . import memory  # noqa: E402,F401
 from . import func  # noqa: E402,F401
 from .func import vmap  # noqa: E402,F401
 from . import compiler  # noqa: E402,F401
+from . import futures  # noqa: E402,F401  (ember.futures.Future: torch.futures')
 from . import distributed  # noqa: E402,F401  (loads no MPI until init_process_group)
 from . import onnx  # noqa: E402,F401  (imports the onnx package only in export/load)
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  (ember.nn.parallel: DDP)

@@ -22,7 +22,8 @@ PACKAGE_ROOT = Path(__file__).resolve().parent.parent / "ember"
 # prefix. The example programs sit above it: they are user code (`import ember as torch`).
 TOP = "ember"
 LAYERS = [
-    ("core", ("ember.core", "ember.backends", "ember.cuda", "ember.cpu", "ember.version")),
+    ("core", ("ember.core", "ember.backends", "ember.cuda", "ember.cpu", "ember.version",
+              "ember.futures")),
     ("autograd state + recording", ("ember.autograd.grad_mode", "ember.autograd.graph",
                                     "ember.autograd.derivative",
                                     "ember.autograd.graph_dot", "ember.autograd.views",

@@ -21,6 +21,7 @@ from .process_group import (ReduceOp, Backend, ProcessGroup, GroupMember, group,
                             get_world_size, get_backend, get_process_group_ranks,
                             get_global_rank, get_group_rank, new_group)
 from .work import Work  # noqa: F401
+from .grad_bucket import GradBucket, BuiltinCommHookType  # noqa: F401  (DDP comm hooks)
 from .collectives import (all_reduce, broadcast, reduce, all_gather,  # noqa: F401
                           all_gather_into_tensor, reduce_scatter, reduce_scatter_tensor,
                           all_to_all, all_to_all_single, gather, scatter, barrier,

@@ -61,6 +61,7 @@ class Work:
         self._result = result if result is not None else []
         self._done = False
         self._source = None
+        self._future = None
         pg.seq += 1
         self._seq = pg.seq
         if self._requests:
@@ -232,6 +233,32 @@ class Work:
 
     def exception(self):
         return None
+
+    def get_future(self):
+        """An ``ember.futures.Future`` completed with `result()` (the output tensors, a
+        list) once the collective is done, as torch's ``Work.get_future()``:
+
+            fut = dist.all_reduce(t, async_op=True).get_future()
+            fut.then(lambda f: f.value()[0] / world_size)
+
+        Nothing completes it in the background: its ``wait()`` waits for this Work, and
+        ``done()`` / ``value()`` test it (see ember/futures)."""
+        if self._future is None:
+            from ..futures import Future
+            fut = Future()
+
+            def drive(block):
+                try:
+                    if not (self.wait() if block else self.is_completed()):
+                        return
+                except Exception as e:       # a timeout or MPI error: the Future holds it
+                    fut._complete(exception=e, again_ok=True)
+                    return
+                fut._complete(value=self._result, again_ok=True)
+            fut._drive = drive
+            fut._work = self               # DDP drives MPI's progress on it during backward
+            self._future = fut
+        return self._future
 
     def _source_rank(self):
         """For irecv from any source: the global rank the message came from."""

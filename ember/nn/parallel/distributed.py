@@ -35,24 +35,27 @@ How it works (torch's design, in Python):
   the prior iteration" error naming the parameters.
 - Buffers (BatchNorm's running statistics) are broadcast from rank 0 at the start of each
   forward whose previous forward was a synced one (torch's ``require_forward_param_sync``).
+- ``register_comm_hook(state, hook)``: each ready bucket goes to ``hook(state, GradBucket)``
+  instead of the all-reduce, undivided; the Future it returns gives the bucket's reduced
+  content (_comm_hooks.py; ember.distributed.algorithms.ddp_comm_hooks.default_hooks).
 """
-import threading
 import time
 import warnings
 import weakref
 from contextlib import contextmanager
-
-import numpy as np
 
 from ... import distributed as dist
 from ...autograd import engine
 from ...autograd.graph import AccumulateGrad
 from ...autograd.grad_mode import is_grad_enabled, no_grad
 from ...core.tensor import Tensor
-from ...ops.creation import empty, tensor, zeros
+from ...ops.creation import empty, tensor
 from ...ops.joining import cat
 from ..modules.module import Module
 from ..parameter import UninitializedParameter
+from . import _comm_hooks
+from ._buckets import (_Bucket, _PROGRESS, _GENTLE_WAIT_S, _assign_buckets, _copy,
+                       _copy_divided, _progress_thread_usable)
 
 _MB = 1024 * 1024
 _DEFAULT_BUCKET_CAP_MB = 25
@@ -135,164 +138,6 @@ def _broadcast_coalesced(tensors, src, group):
                 offset += n
 
 
-def _copy(dst, src):
-    """dst[...] = src on the backend arrays (NumPy or CuPy) of two same-shape tensors: the
-    gradient copies into and out of the buckets are plain memory copies, and going through
-    the op dispatcher for each would cost more than the copy on small models."""
-    dst._data[...] = src._data
-    dst._bump_version()
-
-
-def _copy_divided(dst, src, world_size):
-    """dst = src / world_size (torch divides the gradients by the world size before the
-    sum): one pass that copies a gradient into its bucket and divides it, where copying and
-    then dividing the whole bucket took two; the same float division, so the same bits."""
-    if world_size == 1:
-        dst._data[...] = src._data
-    else:
-        np.divide(src._data, world_size, out=dst._data)
-    dst._bump_version()
-
-
-class _Progress:
-    """A helper thread that drives MPI's progress on the buckets in flight while backward
-    computes. MPI moves a non-blocking collective's data only inside MPI calls; without
-    them an all-reduce launched early would sit idle until the final wait. The thread tests
-    the requests every ~50 us; NumPy's kernels release the GIL, so it runs while backward
-    does its matmuls. One thread serves every DDP of the process; it sleeps on a condition
-    while nothing is in flight (starting a thread per backward costs too much on a loaded
-    machine). Used only when MPI runs with MPI_THREAD_MULTIPLE; the main thread still does
-    the final `wait()` (errors and timeouts surface there)."""
-
-    NAP_S = 5e-5
-
-    def __init__(self):
-        self._cv = threading.Condition()
-        self._works = []
-        self._busy = False          # the thread is testing a copy of _works
-        self._thread = None
-
-    def add(self, work):
-        with self._cv:
-            self._works.append(work)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, daemon=True,
-                                                name="ember-ddp-progress")
-                self._thread.start()
-            self._cv.notify_all()
-
-    def _run(self):
-        while True:
-            with self._cv:
-                self._works = [w for w in self._works if not w._done]
-                while not self._works:
-                    self._cv.wait()
-                works, self._busy = list(self._works), True
-            try:
-                for w in works:
-                    if not w._done:
-                        w.is_completed()
-            except Exception:          # the main thread's wait() reports it
-                with self._cv:
-                    self._works = [w for w in self._works if w not in works]
-            finally:
-                with self._cv:
-                    self._busy = False
-                    self._cv.notify_all()
-            time.sleep(self.NAP_S)
-
-    def wait(self, works, limit_s):
-        """Sleep until the thread has seen `works` complete, or `limit_s` passed; True when
-        they are done. (Sleeping, not spinning: on a machine with more processes than
-        cores, a spinning rank takes the CPU its peer needs to finish the exchange.)"""
-        deadline = time.monotonic() + limit_s
-        with self._cv:
-            while not all(w._done for w in works):
-                left = deadline - time.monotonic()
-                if left <= 0 or all(w not in self._works for w in works if not w._done):
-                    return False
-                self._cv.wait(left)
-        return True
-
-    def release(self, works):
-        """Stop testing `works` and return once the thread no longer touches them (the main
-        thread then waits for them itself)."""
-        with self._cv:
-            self._works = [w for w in self._works if all(w is not x for x in works)]
-            while self._busy:
-                self._cv.wait()
-
-
-_PROGRESS = _Progress()
-_GENTLE_WAIT_S = 1.0     # then Work.wait(), with the process group's timeout and diagnosis
-
-
-def _progress_thread_usable():
-    try:
-        from ...distributed import _mpi
-        MPI = _mpi.mpi()
-        return MPI.Query_thread() == MPI.THREAD_MULTIPLE
-    except Exception:
-        return False
-
-
-class _Bucket:
-    """A flat buffer holding the gradients of some parameters (one dtype), and the
-    all-reduce in flight on it. `views[k]` is parameter `indices[k]`'s slot, shaped like it.
-
-    After a backward the averaged gradients are handed to the parameters as the slots
-    themselves where nothing else can hold the old `.grad` (it was None before that
-    forward): no copy out of the bucket. The bucket is then `given`, and the next backward
-    gets a new buffer (`renew`), so a `.grad` kept by the user never changes under them."""
-    __slots__ = ("indices", "buffer", "views", "pending", "work", "given", "_layout")
-
-    def __init__(self, indices, params):
-        self.indices = indices
-        total = sum(params[i].numel() for i in indices)
-        self._layout = [(params[i].numel(), params[i].shape) for i in indices]
-        self._fill(zeros(total, dtype=params[indices[0]].dtype))
-        self.pending = len(indices)
-        self.work = None
-
-    def _fill(self, buffer):
-        self.buffer, self.given = buffer, False
-        self.views, offset, flat, dtype = [], 0, buffer._data, buffer.dtype
-        for n, shape in self._layout:
-            # a tensor on a slice of the buffer's array, not a dispatched view: these are
-            # made for every backward whose gradients were handed out
-            self.views.append(Tensor._make(flat[offset:offset + n].reshape(shape), dtype))
-            offset += n
-
-    def renew(self):
-        """A new buffer, uninitialised (every slot is written before the bucket is
-        reduced); empty_like keeps the array's kind (NumPy or CuPy)."""
-        self._fill(Tensor._make(np.empty_like(self.buffer._data), self.buffer.dtype))
-
-
-def _assign_buckets(params, order, cap_bytes, first_cap_bytes):
-    """Group parameter indices, taken in `order` (the order their gradients are expected),
-    into buckets: one dtype per bucket, a bucket closed once it holds at least its limit
-    (`first_cap_bytes` for the first bucket of each dtype, so the first all-reduce starts
-    early; `cap_bytes` after). Buckets come in the order they are expected to fill."""
-    by_dtype = {}
-    for i in order:
-        by_dtype.setdefault(params[i].dtype, []).append(i)
-    out = []
-    for indices in by_dtype.values():
-        cur, size, limit = [], 0, first_cap_bytes
-        for i in indices:
-            cur.append(i)
-            size += params[i].numel() * params[i].element_size()
-            if size >= limit:
-                out.append(cur)
-                cur, size, limit = [], 0, cap_bytes
-        if cur:
-            out.append(cur)
-    position = {i: k for k, i in enumerate(order)}
-    out.sort(key=lambda bucket: position[bucket[0]])
-    return out
-
-
 def _checked_params(module, device_ids, output_device):
     """The parameters DDP synchronizes (those that require grad), after torch's checks."""
     params = [p for p in module.parameters() if p.requires_grad]
@@ -369,6 +214,9 @@ class DistributedDataParallel(Module):
         self.require_backward_grad_sync = True
         self.require_forward_param_sync = True
         self._world_size = dist.get_world_size(process_group)
+        self._div = self._world_size      # what a gradient is divided by in its bucket
+        self._comm_hook = None            # (hook, state) once register_comm_hook was called
+        self._comm_hooks = []
         self._params = params
         self._param_names = {id(p): n for n, p in module.named_parameters()}
         self._module_buffers = [b for b in module.buffers()]
@@ -507,7 +355,7 @@ class DistributedDataParallel(Module):
         bucket = self._buckets[b]
         view = bucket.views[slot]
         p = self._params[i]
-        ws = self._world_size
+        ws = self._div        # the world size; 1 with a comm hook (torch: hooks divide)
         if p._grad is None:
             view._data.fill(0)
             view._bump_version()
@@ -545,13 +393,16 @@ class DistributedDataParallel(Module):
             dist.all_reduce(used, group=self.process_group)
             globally_used = used.tolist()
         t0 = time.perf_counter()
-        if self._progress is not None:
-            works = [b.work for b in self._buckets if b.work is not None]
-            self._progress.wait(works, _GENTLE_WAIT_S)
-            self._progress.release(works)
-        for bucket in self._buckets:      # (done by now, normally; errors surface here)
-            if bucket.work is not None:
-                bucket.work.wait()
+        if self._comm_hook is not None:   # the hooks' Futures give the buckets' content
+            _comm_hooks.wait_for_hooks(self, _GENTLE_WAIT_S)
+        else:
+            if self._progress is not None:
+                works = [b.work for b in self._buckets if b.work is not None]
+                self._progress.wait(works, _GENTLE_WAIT_S)
+                self._progress.release(works)
+            for bucket in self._buckets:      # (done by now, normally; errors surface here)
+                if bucket.work is not None:
+                    bucket.work.wait()
         self._comm_wait_s = time.perf_counter() - t0
         if not complete:
             return          # the next forward raises (torch's behaviour)
@@ -597,6 +448,30 @@ class DistributedDataParallel(Module):
     def will_sync_module_buffers(self):
         return (self.require_forward_param_sync and self.forward_sync_buffers
                 and len(self._module_buffers) > 0)
+
+    def register_comm_hook(self, state, hook):
+        """Reduce the gradients with `hook` instead of DDP's all-reduce (torch's API):
+        ``hook(state, bucket: dist.GradBucket) -> ember.futures.Future[Tensor]`` is called
+        for each bucket once its gradients are in (``bucket.buffer()``, the local sums, *not*
+        divided by the world size), and the Future's value, a tensor shaped like the
+        buffer, is what ``.grad`` gets. Only once per DDP, best before the first backward.
+
+            from ember.distributed.algorithms.ddp_comm_hooks import default_hooks
+            ddp.register_comm_hook(None, default_hooks.fp16_compress_hook)
+
+            def noop(state, bucket):           # each rank keeps its local gradients
+                fut = ember.futures.Future()
+                fut.set_result(bucket.buffer())
+                return fut
+        """
+        _comm_hooks.check_comm_hook(hook)
+        _comm_hooks.register(self, hook, state, builtin=False)
+
+    def _register_builtin_comm_hook(self, comm_hook_type):
+        """torch's built-in hooks by name (``dist.BuiltinCommHookType.ALLREDUCE`` or
+        ``FP16_COMPRESS``), over this DDP's process group."""
+        hook = _comm_hooks.builtin_hook(comm_hook_type)
+        _comm_hooks.register(self, hook, self.process_group, builtin=True)
 
     def _set_static_graph(self):
         self.static_graph = True

@@ -1,0 +1,2 @@
+"""ember.distributed.algorithms: torch.distributed.algorithms' DDP communication hooks
+(ddp_comm_hooks.default_hooks)."""

@@ -29,7 +29,8 @@ from . import config
 from .api import CompiledFunction, _ALL
 from .tracer import GraphBreakError
 from ..ops.nn_ops import decomposing, set_fused_provider
-from ..ops.native import set_native_provider
+from ..ops.native import set_native_provider, VECTOR_MATH
+from .cmath import SOURCE as CMATH_SOURCE
 from . import threads
 from .build import _load_library
 
@@ -152,7 +153,9 @@ set_fused_provider(EagerKernel)
 
 
 def _build_native(source, name):
-    """A hand-written C library (ember/ops/native.py), built and cached like a kernel."""
+    """A hand-written C library (ember/ops/native.py), built and cached like a kernel; its
+    VECTOR_MATH line, if any, becomes the kernels' vectorisable math (cmath.py)."""
+    source = source.replace(VECTOR_MATH, CMATH_SOURCE)
     return _load_library(source, f"native library {name}")[0]
 
 

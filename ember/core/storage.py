@@ -51,7 +51,11 @@ class Storage:
 def storage_for(arr):
     """Build a Storage whose flat buffer spans the memory `arr` views (no copy)."""
     item = arr.itemsize
-    if arr.flags.c_contiguous and arr.base is None:
+    if arr.flags.c_contiguous and (arr.base is None or (
+            arr.size and type(arr) is np.ndarray and min(arr.strides, default=0) >= 0)):
+        # a contiguous array spans exactly its own elements: the flat view of them is the
+        # buffer the strided walk below would build (a reshaped product, e.g. linear's
+        # output, is such a view of its array), at a fraction of as_strided's cost
         return Storage(arr.reshape(-1))
     if arr.size == 0:  # an empty buffer at arr's address, so views keep their offsets
         return Storage(as_strided(arr, shape=(0,), strides=(item,), subok=True))

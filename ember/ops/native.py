@@ -28,6 +28,10 @@ enabled = os.environ.get("EMBER_EAGER_KERNELS", "1") != "0"
 GRAIN = 1 << 15
 
 LIBRARIES = []            # every NativeLibrary, for the provider
+# a source line that the provider replaces with the compiler's vectorisable math functions
+# (em_expf, em_exp, em_erff...: ember/compiler/cmath.py), so a library may call them without
+# this layer naming the compiler
+VECTOR_MATH = '#include "ember_vector_math.h"'
 _provider = [None, None]  # (build(source, name) -> ctypes.CDLL, num_threads() -> int)
 
 

@@ -23,6 +23,7 @@ from .registry import LOWER_PRECISION
 from . import batch_rules as _br
 from .lowp_compute import LOWP, widened, rounded
 from .nn_ops import E, FLOATS, FusedKernel, composite, under_mode, softmax
+from .native_nn import softmax_scores as _softmax_scores
 
 
 def _mask_to_bias(mask, dtype, true_means_keep):
@@ -206,14 +207,16 @@ def _sdpa_fast(query, key, value, is_causal, scale):
 def _sdpa_arrays(q, k, v, dt, is_causal, scale):
     """(output, probabilities) of attention over float arrays of dtype `dt`."""
     scores = np.matmul(q, np.swapaxes(k, -1, -2))
-    p = None
-    if scores.size >= 4096:
+    # small maps (token-by-token generation): one C sweep per row; the compiler's fused
+    # kernel or NumPy's ~10 passes cost several times more in calls there
+    p = _softmax_scores(scores, scale, is_causal)
+    if p is None and scores.size >= 4096:
         keep, blocked = _causal_floats(q.shape[-2], k.shape[-2], dt) if is_causal else \
             (None, None)
         p = _softmax_of_scores_kernel.run(wrap(scores, dt), keep, blocked, scale)
-    if p is not None:
-        p = p._data
-    else:
+        if p is not None:
+            p = p._data
+    if p is None:
         scores *= scores.dtype.type(scale)
         if is_causal:        # + 0 or -inf, broadcast over the batch dims
             scores += _causal_neg_inf(q.shape[-2], k.shape[-2], scores.dtype)

@@ -44,17 +44,29 @@ def view(self, *shape, dtype=None):
         return _view_dtype(self, dtype)
     shape = S.infer_size(_shape_arg(shape), self._data.size)
     arr = self._data
+    out = None       # the forward's view, where working out whether one exists made it
     if _reshape_ok(arr):
-        ok = True
+        out = arr.reshape(shape)
     elif _nocopy_reshape_ok(arr, shape):
-        ok = np.may_share_memory(arr.reshape(shape), arr)   # a copy shares nothing
+        out = arr.reshape(shape)
+        if not np.may_share_memory(out, arr):   # a copy shares nothing
+            out = None
     else:
-        ok = S.view_strides(arr.shape, self.stride(), shape) is not None
-    if not ok:
+        st = S.view_strides(arr.shape, self.stride(), shape)
+        if st is not None:
+            # NumPy's reshape is the same view when it gives these strides (it differs only
+            # on size-1 dims), for a fraction of as_strided's cost
+            out = arr.reshape(shape)
+            if out.strides != tuple(s * arr.itemsize for s in st) or \
+                    not np.may_share_memory(out, arr):
+                out = strided_view(arr, shape, st)
+    if out is None:
         raise RuntimeError("view size is not compatible with input tensor's size and stride "
                            "(at least one dimension spans across two contiguous subspaces). "
                            "Use .reshape(...) instead.")
-    return apply_view(_VIEW, self, lambda a: _view_arr(a, shape))
+    # (_view_arr is the view function the node keeps: its backward applies it to other
+    # arrays of this shape, whose strides may differ)
+    return apply_view(_VIEW, self, lambda a: _view_arr(a, shape), out)
 
 
 def _nocopy_reshape_ok(a, shape):
@@ -325,8 +337,7 @@ def narrow(self, dim, start, length):
     if start + length > size or length < 0:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size "
                            f"({size}).")
-    idx = (slice(None),) * d + (slice(start, start + length),)
-    return apply_view(_SLICE, self, lambda a: repoint(a[idx], a, start * a.strides[d]))
+    return _narrowed(self, d, start, length)
 
 
 def select(self, dim, index):
@@ -383,10 +394,15 @@ def split(self, split_size_or_sections, dim=0):
                                f"(input tensor's size at dimension {d}), but got "
                                f"split_sizes={sizes}")
     out, start = [], 0
-    for s in sizes:
-        out.append(narrow(self, d, start, s))
+    for s in sizes:     # (narrow's view, without its argument checks: these bounds fit)
+        out.append(_narrowed(self, d, start, s))
         start += s
     return tuple(out)
+
+
+def _narrowed(self, d, start, length):
+    idx = (slice(None),) * d + (slice(start, start + length),)
+    return apply_view(_SLICE, self, lambda a: repoint(a[idx], a, start * a.strides[d]))
 
 
 def chunk(self, chunks, dim=0):

@@ -137,9 +137,11 @@ def view_op(name, node_name=None, disjoint=True):
                       node_name=node_name)
 
 
-def apply_view(op, self, view_fn):
-    """Run a view: alias `self`'s storage through `view_fn`, and record its node."""
-    arr = view_fn(self._data)
+def apply_view(op, self, view_fn, arr=None):
+    """Run a view: alias `self`'s storage through `view_fn` (or `arr`, which the caller
+    made and which must be ``view_fn(self._data)``), and record its node."""
+    if arr is None:
+        arr = view_fn(self._data)
     out = make_view(self, arr)
     if self._requires_grad and state.enabled:
         graph.record(op, (self,), out, {"shape": self._data.shape, "view_fn": view_fn})

@@ -32,6 +32,9 @@ import numpy as np
 from ..ops.native import NativeLibrary, pointer, c_int64, c_void_p, c_int
 
 SOURCE = r"""
+/* -O3 would unswitch each loop on every loop-invariant option below, one copy per
+   combination: seconds of build time for no speed (the blends cost nothing beside memory) */
+#pragma GCC optimize ("no-unswitch-loops")
 #include <stdint.h>
 #include <math.h>
 #include <omp.h>
@@ -46,85 +49,43 @@ SOURCE = r"""
 #define DECOUPLED 2
 #define AMSGRAD 4
 #define ADAM_L2 8
-/* Each loop is compiled once per combination of flags (the switch below), so that no flag is
-   tested per element and every variant vectorises. */
-#define CASE1(LOOP, F) case (F): LOOP(F); break;
-#define CASE2(LOOP, F) CASE1(LOOP, F) CASE1(LOOP, (F) + 1)
-#define CASE4(LOOP, F) CASE2(LOOP, F) CASE2(LOOP, (F) + 2)
-#define CASE8(LOOP, F) CASE4(LOOP, F) CASE4(LOOP, (F) + 4)
-#define CASE16(LOOP, F) CASE8(LOOP, F) CASE8(LOOP, (F) + 8)
-#define CASE32(LOOP, F) CASE16(LOOP, F) CASE16(LOOP, (F) + 16)
-#define CASE64(LOOP, F) CASE32(LOOP, F) CASE32(LOOP, (F) + 32)
 #define RANGE                                                                               \
     const int t_ = omp_get_thread_num(), k_ = omp_get_num_threads();                        \
     const int64_t lo = n * t_ / k_, hi = n * (t_ + 1) / k_;
-/* One call updates every parameter of a group: ptrs holds each tensor's arrays (SGD: x, g,
-   b; Adam: x, g, m, v, vmax), sizes their lengths, flags each one's variant (a momentum
-   buffer's first step, say). One parallel region for all of them, each thread taking its
-   share of every tensor, so no barrier between tensors. */
-#define DEFINE(T, S, SQRT)                                                                  \
-void sgd_##S(int64_t count, const int64_t *ptrs, const int64_t *sizes, const int *flags,    \
-             double nlr_, double mo_, double damp1_, double wd_, int nt) {                  \
-    const T nlr = (T)nlr_, mo = (T)mo_, damp1 = (T)damp1_, wd = (T)wd_;                     \
-    _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                      \
-    for (int64_t t = 0; t < count; t++) {                                                   \
-        T *restrict x = (T *)ptrs[3 * t];                                                   \
-        const T *restrict g = (const T *)ptrs[3 * t + 1];                                   \
-        T *restrict b = (T *)ptrs[3 * t + 2];                                               \
-        const int64_t n = sizes[t];                                                         \
-        RANGE                                                                               \
-        switch (flags[t]) { CASE64(SGD_LOOP_##S, 0) }                                       \
-    }                                                                                       \
-}                                                                                           \
-void adam_##S(int64_t count, const int64_t *ptrs, const int64_t *sizes, const int *flags,   \
-              const double *nsteps, const double *bc2ss, double w1_, double b2_,            \
-              double c2_, double eps_, double decay_, double wd_, int nt) {                 \
-    const T w1 = (T)w1_, b2 = (T)b2_, c2 = (T)c2_;                                          \
-    const T eps = (T)eps_, decay = (T)decay_, wd = (T)wd_, rest1 = (T)1 - w1;               \
-    const int low = w1 < (T)0.5;                                                            \
-    _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                      \
-    for (int64_t t = 0; t < count; t++) {                                                   \
-        T *restrict x = (T *)ptrs[5 * t];                                                   \
-        const T *restrict g = (const T *)ptrs[5 * t + 1];                                   \
-        T *restrict m = (T *)ptrs[5 * t + 2];                                               \
-        T *restrict v = (T *)ptrs[5 * t + 3];                                               \
-        T *restrict vmax = (T *)ptrs[5 * t + 4];                                            \
-        const T nstep = (T)nsteps[t], bc2s = (T)bc2ss[t];                                   \
-        const int64_t n = sizes[t];                                                         \
-        RANGE                                                                               \
-        if (low) { switch (flags[t]) { CASE16(ADAM_LOW_##S, 0) } }                           \
-        else { switch (flags[t]) { CASE16(ADAM_HIGH_##S, 0) } }                              \
-    }                                                                                       \
-}
-#define SGD_LOOP(T, FL)                                                                     \
+/* The options are loop-invariant locals, so GCC turns each `? :` into a vector blend: both
+   sides are computed and one is kept, and the kept one is exactly the NumPy path's value. One
+   loop then serves every combination of options (a loop per combination took GCC seconds to
+   build); only which arrays exist (a momentum buffer, Adam's max_exp_avg_sq) picks the loop.
+   On the first step the buffer already holds a copy of the gradient, so reading it is safe. */
+#define SGD_LOOP(T, WITH_B)                                                                 \
     for (int64_t i = lo; i < hi; i++) {                                                     \
-        T gi = ((FL) & MAXIMIZE) ? -g[i] : g[i];                                            \
-        if ((FL) & L2) gi = gi + wd * x[i];                                                 \
+        const T x0 = x[i], g0 = g[i];                                                       \
+        T gi = neg ? -g0 : g0;                                                              \
+        gi = l2 ? gi + wd * x0 : gi;                                                        \
         T d = gi;                                                                           \
-        if ((FL) & MOMENTUM) {                                                              \
-            T bi;                                                                           \
-            if ((FL) & FIRST) bi = gi;                                                      \
-            else if ((FL) & DAMPENING) bi = b[i] * mo + damp1 * gi;                         \
-            else bi = b[i] * mo + gi;                                                       \
+        if (WITH_B) {                                                                       \
+            const T b0 = b[i];                                                              \
+            const T bm = damp ? b0 * mo + damp1 * gi : b0 * mo + gi;                        \
+            const T bi = first ? gi : bm;                                                   \
             b[i] = bi;                                                                      \
-            d = ((FL) & NESTEROV) ? gi + mo * bi : bi;                                      \
+            d = nest ? gi + mo * bi : bi;                                                   \
         }                                                                                   \
-        x[i] = x[i] + nlr * d;                                                              \
+        x[i] = x0 + nlr * d;                                                                \
     }
-/* m <- lerp(m, g, w1): torch's two-sided formula, chosen by w1 < 0.5 outside the loop */
-#define ADAM_LOOP(T, SQRT, FL, LERP)                                                        \
+/* m <- lerp(m, g, w1) with torch's two-sided formula (the side chosen by w1 < 0.5) */
+#define ADAM_LOOP(T, SQRT, WITH_VMAX)                                                       \
     for (int64_t i = lo; i < hi; i++) {                                                     \
-        T gi = ((FL) & MAXIMIZE) ? -g[i] : g[i];                                            \
-        T xi = x[i];                                                                        \
-        if ((FL) & DECOUPLED) xi = xi * decay;                                              \
-        else if ((FL) & ADAM_L2) gi = gi + wd * xi;                                              \
+        const T g0 = g[i], x0 = x[i];                                                       \
+        T gi = neg ? -g0 : g0;                                                              \
+        const T xi = dec ? x0 * decay : x0;                                                 \
+        gi = l2 ? gi + wd * x0 : gi;                                                        \
         const T m0 = m[i];                                                                  \
-        const T mi = LERP;                                                                  \
+        const T mi = low ? m0 + w1 * (gi - m0) : gi - (gi - m0) * rest1;                    \
         m[i] = mi;                                                                          \
-        T vi = v[i] * b2;                                                                   \
-        vi = vi + (c2 * gi) * gi;                                                           \
+        const T vs = v[i] * b2;                                                             \
+        T vi = vs + (c2 * gi) * gi;                                                         \
         v[i] = vi;                                                                          \
-        if ((FL) & AMSGRAD) {       /* np.maximum: a NaN in either wins */                  \
+        if (WITH_VMAX) {            /* np.maximum: a NaN in either wins */                  \
             const T old = vmax[i];                                                          \
             vi = (old < vi || vi != vi) ? vi : old;                                         \
             vmax[i] = vi;                                                                   \
@@ -132,12 +93,54 @@ void adam_##S(int64_t count, const int64_t *ptrs, const int64_t *sizes, const in
         const T denom = SQRT(vi) / bc2s + eps;                                              \
         x[i] = xi + nstep * (mi / denom);                                                   \
     }
-#define SGD_LOOP_f32(FL) SGD_LOOP(float, FL)
-#define SGD_LOOP_f64(FL) SGD_LOOP(double, FL)
-#define ADAM_LOW_f32(FL) ADAM_LOOP(float, sqrtf, FL, m0 + w1 * (gi - m0))
-#define ADAM_HIGH_f32(FL) ADAM_LOOP(float, sqrtf, FL, gi - (gi - m0) * rest1)
-#define ADAM_LOW_f64(FL) ADAM_LOOP(double, sqrt, FL, m0 + w1 * (gi - m0))
-#define ADAM_HIGH_f64(FL) ADAM_LOOP(double, sqrt, FL, gi - (gi - m0) * rest1)
+/* One call updates every parameter of a group: ptrs holds each tensor's arrays (SGD: x, g,
+   b; Adam: x, g, m, v, vmax), sizes their lengths, flags each one's options (a momentum
+   buffer's first step, say). One parallel region for all of them, each thread taking its
+   share of every tensor, so no barrier between tensors. */
+#define DEFINE(T, S, SQRT)                                                                  \
+void sgd_##S(int64_t count, const int64_t *ptrs, const int64_t *sizes, const int *flags,    \
+             double nlr_, double mo_, double damp1_, double wd_, int nt) {                  \
+    _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                      \
+    {                                                                                       \
+        const T nlr = (T)nlr_, mo = (T)mo_, damp1 = (T)damp1_, wd = (T)wd_;                 \
+        for (int64_t t = 0; t < count; t++) {                                               \
+            T *restrict x = (T *)ptrs[3 * t];                                               \
+            const T *restrict g = (const T *)ptrs[3 * t + 1];                               \
+            T *restrict b = (T *)ptrs[3 * t + 2];                                           \
+            const int64_t n = sizes[t];                                                     \
+            const int f = flags[t];                                                         \
+            const int neg = (f & MAXIMIZE) != 0, l2 = (f & L2) != 0;                        \
+            const int damp = (f & DAMPENING) != 0, first = (f & FIRST) != 0;                \
+            const int nest = (f & NESTEROV) != 0;                                           \
+            RANGE                                                                           \
+            if (f & MOMENTUM) { SGD_LOOP(T, 1) } else { SGD_LOOP(T, 0) }                    \
+        }                                                                                   \
+    }                                                                                       \
+}                                                                                           \
+void adam_##S(int64_t count, const int64_t *ptrs, const int64_t *sizes, const int *flags,   \
+              const double *nsteps, const double *bc2ss, double w1_, double b2_,            \
+              double c2_, double eps_, double decay_, double wd_, int nt) {                 \
+    _Pragma("omp parallel num_threads(nt) if(nt > 1)")                                      \
+    {                                                                                       \
+        const T w1 = (T)w1_, b2 = (T)b2_, c2 = (T)c2_;                                      \
+        const T eps = (T)eps_, decay = (T)decay_, wd = (T)wd_, rest1 = (T)1 - w1;           \
+        const int low = w1 < (T)0.5;                                                        \
+        for (int64_t t = 0; t < count; t++) {                                               \
+            T *restrict x = (T *)ptrs[5 * t];                                               \
+            const T *restrict g = (const T *)ptrs[5 * t + 1];                               \
+            T *restrict m = (T *)ptrs[5 * t + 2];                                           \
+            T *restrict v = (T *)ptrs[5 * t + 3];                                           \
+            T *restrict vmax = (T *)ptrs[5 * t + 4];                                        \
+            const T nstep = (T)nsteps[t], bc2s = (T)bc2ss[t];                               \
+            const int64_t n = sizes[t];                                                     \
+            const int f = flags[t];                                                         \
+            const int neg = (f & MAXIMIZE) != 0, dec = (f & DECOUPLED) != 0;                \
+            const int l2 = (f & ADAM_L2) != 0;                                              \
+            RANGE                                                                           \
+            if (f & AMSGRAD) { ADAM_LOOP(T, SQRT, 1) } else { ADAM_LOOP(T, SQRT, 0) }       \
+        }                                                                                   \
+    }                                                                                       \
+}
 DEFINE(float, f32, sqrtf)
 DEFINE(double, f64, sqrt)
 """

@@ -62,6 +62,7 @@ cdouble = complex128
 _registry.install_methods(Tensor)
 globals().update(_registry.FUNCTIONS)
 from . import special  # noqa: E402,F401  (ember.special: torch.special's namespace)
+from . import testing  # noqa: E402,F401  (ember.testing: assert_close, make_tensor)
 
 from .ops.view import T as _T, mT as _mT  # noqa: E402
 from .dispatch import with_mode_seam as _seam  # noqa: E402

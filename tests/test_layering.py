@@ -36,7 +36,7 @@ LAYERS = [
                                      "ember.memory")),
     ("nn, optim, utils", ("ember.nn", "ember.optim", "ember.utils", "ember.library", "ember.sparse",
                           "ember.distributions", "ember.toplevel_forms",
-                          "ember.toplevel_misc")),
+                          "ember.toplevel_misc", "ember.testing")),
     ("compiler, export, onnx, distributed, serialization",
      ("ember.compiler", "ember.export", "ember.jit", "ember.onnx", "ember.distributed",
       "ember.nn.parallel", "ember.serialization", "ember.utils.cpp_extension")),

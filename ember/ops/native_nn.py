@@ -63,8 +63,9 @@ void layer_norm_##S(const T *restrict x, const T *restrict w, const T *restrict 
     }                                                                                       \
 }                                                                                           \
 /* softmax(s * scale) over each row of (B, L, S) scores, in place; causal: row i keeps    \
-   columns j <= i (torch's top-left mask), the others come out 0 and are never read. A row \
-   whose kept scores are all -inf gives 0 (torch's answer); a NaN makes its row NaN. */    \
+   columns j <= i (torch's top-left mask), the others come out 0. torch's kernel adds the  \
+   mask, so a masked score that is NaN or +inf (+inf - inf) makes its row NaN, as here. A  \
+   row whose kept scores are all -inf gives 0 (torch's answer); a NaN makes its row NaN. */\
 void softmax_scores_##S(T *restrict s, int64_t B, int64_t L, int64_t Sn, double scale,    \
                         int causal, int nt) {                                               \
     const T sc = (T)scale;                                                                  \
@@ -73,6 +74,12 @@ void softmax_scores_##S(T *restrict s, int64_t B, int64_t L, int64_t Sn, double 
         T *row = s + r * Sn;                                                                \
         int64_t i = r % L;                                                                  \
         int64_t n = causal ? (i + 1 < Sn ? i + 1 : Sn) : Sn;                                \
+        int poisoned = 0;                                                                   \
+        for (int64_t j = n; j < Sn; j++) {                                                  \
+            const T v = row[j] * sc;                                                        \
+            poisoned |= (v != v) | (v == INFINITY);                                         \
+        }                                                                                   \
+        if (poisoned) { for (int64_t j = 0; j < Sn; j++) row[j] = NAN; continue; }          \
         T top = -INFINITY;                                                                  \
         _Pragma("omp simd reduction(max:top)")                                              \
         for (int64_t j = 0; j < n; j++) {                                                   \

@@ -106,8 +106,13 @@ def test_gradients_never_zeroed_hold_as_much_memory_as_the_parameters(quiet_gc):
     for _ in range(2):
         train_step(model, opt, losses, keep_tensor=False)
     report = M.live_tensors()
-    grads = [lt for lt in report if any(h.startswith("the .grad of parameter") for h in lt.held_by)]
+    # (this model's gradients only: under xdist a parameter of an earlier test may still be
+    # alive in the same worker, with its own .grad)
+    mine = {id(p.grad) for p in model.parameters()}
+    grads = [lt for lt in report if any(h.startswith("the .grad of parameter") for h in lt.held_by)
+             and id(lt.tensor()) in mine]
     param_bytes = sum(p.nbytes for p in model.parameters())
+    assert len(grads) == len(mine)
     assert sum(lt.nbytes for lt in grads) == param_bytes
     before = M.memory_allocated()
     opt.zero_grad(set_to_none=True)                          # the fix frees them, exactly
